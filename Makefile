@@ -1,0 +1,38 @@
+# The book's two commands: `make book` and `make test`. Both create .venv on first use.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+# The demo profile and the tests never touch the network: hub calls fail fast offline instead
+# of retrying for minutes, and CLIPTokenizer.from_pretrained(hub_id) cannot silently come back empty.
+OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+
+.PHONY: book test full venv benchmarks clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt requirements-lock.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "vlbias needs Python 3.11 (set PYTHON=/path/to/python3.11)")'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt -c requirements-lock.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+book: $(STAMP)
+	$(OFFLINE) $(PY) -m vlbias run --profile demo
+
+test: $(STAMP)
+	$(OFFLINE) $(PY) -m pytest
+
+# The papers' models and data on a GPU (see README).
+full: $(STAMP)
+	$(PY) -m vlbias run --profile full
+
+benchmarks: $(STAMP)
+	$(OFFLINE) $(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf _build book/generated outputs/demo

@@ -1,0 +1,64 @@
+"""Command line: ``python -m vlbias run|build|list|tiny``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m vlbias", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="execute notebooks with papermill, then build the book")
+    run.add_argument("--profile", default="demo", help="parameter file params/<profile>.yml (demo or full)")
+    run.add_argument("--only", action="append", default=[], metavar="NAME",
+                     help="run only this notebook (file stem); repeatable")
+    run.add_argument("--set", action="append", default=[], dest="assignments", metavar="KEY=VALUE",
+                     help="override a parameter (YAML value); NOTEBOOK.KEY=VALUE for one notebook")
+    run.add_argument("--timeout", type=float, default=1800, help="seconds allowed per notebook")
+    run.add_argument("--no-build", action="store_true", help="execute only; do not build the book")
+    run.add_argument("--project-dir", type=Path, default=None, help="the book's repository (default: here)")
+
+    build = commands.add_parser("build", help="build the book from the executed notebooks")
+    build.add_argument("--project-dir", type=Path, default=None)
+
+    listing = commands.add_parser("list", help="list notebooks and their parameters")
+    listing.add_argument("--project-dir", type=Path, default=None)
+
+    tiny = commands.add_parser("tiny", help="build the tiny: fixture checkpoints and print where they are")
+    tiny.add_argument("names", nargs="*", help="tiny model names (default: all)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from . import runner
+
+    try:
+        if args.command == "run":
+            return runner.run(args.profile, args.only, args.assignments, args.project_dir,
+                              timeout=args.timeout, build=not args.no_build)
+        if args.command == "build":
+            return runner.build_book(runner.find_project_root(args.project_dir))
+        if args.command == "list":
+            root = runner.find_project_root(args.project_dir)
+            for name, path in runner.list_notebooks(root).items():
+                print(f"{name}: {', '.join(sorted(runner.declared_parameters(path)))}")
+            return 0
+        if args.command == "tiny":
+            from .models import TINY_BUILDERS, _load_backends, tiny_checkpoint
+
+            _load_backends()
+            for name in args.names or sorted(TINY_BUILDERS):
+                print(f"tiny:{name}\t{tiny_checkpoint(name)}")
+            return 0
+    except runner.RunnerError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

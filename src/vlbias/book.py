@@ -1,0 +1,48 @@
+"""Small helpers for book pages: the profile banner and published-number tables."""
+
+from __future__ import annotations
+
+import html
+from importlib import resources
+
+import pandas as pd
+
+_DEMO_TEXT = (
+    "This page was executed in the <b>demo profile</b>. Its numbers come from "
+    "<b>randomly initialised tiny models</b> and <b>generated fixture data</b> "
+    "({details}); they demonstrate the method and say nothing about the real models or data "
+    "sets. Rerun the notebook in the full profile on a GPU for real results "
+    "(see the introduction)."
+)
+
+
+def profile_banner(profile: str, details: str = "") -> "object":
+    """An admonition stating where this page's numbers come from; display it near the top.
+
+    Rendered as HTML with Sphinx's admonition classes, so it looks the same in Jupyter and in
+    the built book.
+    """
+    from IPython.display import HTML
+
+    details = html.escape(details or "see the parameters cell")
+    if profile == "demo":
+        kind, title, body = "warning", "Demo output: not real results", _DEMO_TEXT.format(details=details)
+    else:
+        kind, title = "note", f"Profile: {html.escape(profile)}"
+        body = f"Numbers on this page were computed in this run with: {details}."
+    return HTML(f'<div class="admonition {kind}"><p class="admonition-title">{title}</p><p>{body}</p></div>')
+
+
+def published(name: str) -> pd.DataFrame:
+    """A published-numbers table shipped with vlbias (``resources/published/<name>.csv``).
+
+    The CSV's leading ``#`` lines give the source; they are kept in ``frame.attrs["source"]``.
+    """
+    text = resources.files("vlbias").joinpath("resources", "published", f"{name}.csv").read_text(encoding="utf-8")
+    comments = [line[1:].strip() for line in text.splitlines() if line.startswith("#")]
+    rows = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
+    from io import StringIO
+
+    frame = pd.read_csv(StringIO(rows))
+    frame.attrs["source"] = " ".join(comments)
+    return frame

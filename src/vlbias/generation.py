@@ -1,0 +1,78 @@
+"""Generate images to disk with a manifest, resumably.
+
+Each job (a row with at least ``prompt`` and ``seed``) becomes one PNG. Images are written to a
+temporary name and renamed into place, and the manifest gains a line only after its image is on
+disk, so a killed run loses at most the batch in flight and a rerun skips finished jobs.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from .models.base import TextToImageModel
+
+MANIFEST = "manifest.csv"
+
+
+def job_file_name(job_id: int, seed: int) -> str:
+    return f"{job_id:06d}_seed{seed}.png"
+
+
+def read_manifest(out_dir: Path) -> pd.DataFrame:
+    path = Path(out_dir) / MANIFEST
+    if not path.exists():
+        return pd.DataFrame(columns=["job_id", "file", "prompt", "seed"])
+    return pd.read_csv(path, keep_default_na=False)
+
+
+def generate_to_disk(model: TextToImageModel, jobs: pd.DataFrame, out_dir: str | Path, batch_size: int = 4,
+                     progress: bool = True, **settings: Any) -> pd.DataFrame:
+    """Generate every job not yet on disk; return the manifest of all finished jobs.
+
+    ``settings`` (num_inference_steps, guidance_scale, height, width, ...) go to
+    ``model.generate`` and are recorded in the manifest, one column each.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    missing = {"prompt", "seed"} - set(jobs.columns)
+    if missing:
+        raise ValueError(f"jobs need columns {sorted(missing)}")
+    jobs = jobs.reset_index(drop=True)
+    done = read_manifest(out_dir)
+    finished = {int(j) for j, f in zip(done["job_id"], done["file"]) if (out_dir / f).exists()}
+    todo = [i for i in range(len(jobs)) if i not in finished]
+
+    manifest_path = out_dir / MANIFEST
+    columns = ["job_id", "file", *jobs.columns, "model", *sorted(settings)]
+    new_file = not manifest_path.exists() or manifest_path.stat().st_size == 0
+    if not new_file:
+        with open(manifest_path, encoding="utf-8") as existing:
+            header = next(csv.reader(existing), [])
+        if header != columns:
+            raise ValueError(f"{manifest_path} was written with columns {header}, this run's are {columns}: "
+                             "the jobs or settings changed. Use a new output folder, or restore the settings.")
+    with open(manifest_path, "a", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        if new_file:
+            writer.writeheader()
+        batches = [todo[i:i + batch_size] for i in range(0, len(todo), batch_size)]
+        for batch in tqdm(batches, desc="generating", unit="batch", disable=not progress):
+            rows = jobs.iloc[batch]
+            images = model.generate(list(rows["prompt"]), [int(s) for s in rows["seed"]],
+                                    batch_size=batch_size, progress=False, **settings)
+            for job_id, (_, row), image in zip(batch, rows.iterrows(), images):
+                name = job_file_name(job_id, int(row["seed"]))
+                temporary = out_dir / f".{name}.tmp"
+                image.save(temporary, format="PNG")
+                os.replace(temporary, out_dir / name)
+                writer.writerow({"job_id": job_id, "file": name, **row.to_dict(), "model": model.spec, **settings})
+            handle.flush()
+            os.fsync(handle.fileno())
+    manifest = read_manifest(out_dir)
+    return manifest.sort_values("job_id").reset_index(drop=True)

@@ -1,0 +1,45 @@
+"""The model layer: one interface per kind of model, the backend chosen by a spec string.
+
+>>> model = load_image_text_model("tiny:clip")        # doctest: +SKIP
+>>> model.score(images, ["a photo of a person"])     # doctest: +SKIP
+
+See :mod:`vlbias.models.spec` for the spec forms.
+"""
+
+from __future__ import annotations
+
+from .base import ImageTextModel, LanguageModel, TextToImageModel
+from .spec import ModelSpec, parse_spec
+from .tiny import TINY_BUILDERS, register_tiny, tiny_checkpoint
+
+__all__ = [
+    "ImageTextModel", "LanguageModel", "TextToImageModel", "ModelSpec", "parse_spec",
+    "TINY_BUILDERS", "register_tiny", "tiny_checkpoint",
+    "load_image_text_model", "load_language_model", "load_text_to_image",
+]
+
+
+def _load_backends() -> None:
+    """Import the backend modules so that their tiny builders register themselves."""
+    from . import image_text, language, text_to_image  # noqa: F401
+
+
+def load_image_text_model(spec: str, device=None, half: bool | None = None) -> ImageTextModel:
+    """Load a dual encoder or a pairwise matcher by spec."""
+    from .image_text import load_image_text_model as load
+
+    return load(spec, device=device, half=half)
+
+
+def load_language_model(spec: str, device=None, half: bool | None = None, kind: str | None = None) -> LanguageModel:
+    """Load a masked or causal language model by spec (``kind`` forces one when ambiguous)."""
+    from .language import load_language_model as load
+
+    return load(spec, device=device, half=half, kind=kind)
+
+
+def load_text_to_image(spec: str, device=None, half: bool | None = None) -> TextToImageModel:
+    """Load a diffusers text-to-image pipeline by spec."""
+    from .text_to_image import load_text_to_image as load
+
+    return load(spec, device=device, half=half)

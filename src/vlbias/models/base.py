@@ -1,0 +1,95 @@
+"""The three model interfaces. Backends subclass these; notebooks only ever see these calls."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Sequence
+
+import numpy as np
+from PIL import Image
+
+
+class ImageTextModel(ABC):
+    """Anything that scores how well a text describes an image.
+
+    ``kind`` is ``"dual"`` for dual encoders (CLIP and relatives), whose scores are cosine
+    similarities of L2-normalised embeddings, and ``"pairwise"`` for matchers (ViLT,
+    BridgeTower), whose scores are image-text match logits computed per pair.
+    """
+
+    spec: str
+    kind: str
+    #: identifies the image preprocessing (resolution, normalisation); part of cache keys
+    preprocess_id: str
+
+    @property
+    def has_embeddings(self) -> bool:
+        return self.kind == "dual"
+
+    @abstractmethod
+    def encode_images(self, images: Sequence[Image.Image], batch_size: int = 32,
+                      progress: bool = True) -> np.ndarray:
+        """(n_images, dim) float32, rows L2-normalised. Pairwise matchers raise TypeError."""
+
+    @abstractmethod
+    def encode_texts(self, texts: Sequence[str], batch_size: int = 256,
+                     progress: bool = True) -> np.ndarray:
+        """(n_texts, dim) float32, rows L2-normalised. Pairwise matchers raise TypeError."""
+
+    @abstractmethod
+    def score(self, images: Sequence[Image.Image], texts: Sequence[str], batch_size: int = 32,
+              progress: bool = True) -> np.ndarray:
+        """(n_images, n_texts) float32: every image against every text."""
+
+    @abstractmethod
+    def score_candidates(self, images: Sequence[Image.Image], candidates: Sequence[Sequence[str]],
+                         batch_size: int = 32, progress: bool = True) -> np.ndarray:
+        """(n_images, k) float32: image i against its own k candidate texts ``candidates[i]``.
+
+        Dual encoders embed each image once and each distinct text once.
+        """
+
+
+class LanguageModel(ABC):
+    """Masked (``kind == "masked"``) or causal (``kind == "causal"``) language model."""
+
+    spec: str
+    kind: str
+    #: placeholder marking the slot to fill in :meth:`fill_logprobs` contexts
+    SLOT = "{slot}"
+
+    @abstractmethod
+    def fill_logprobs(self, contexts: Sequence[str], candidates: Sequence[str],
+                      batch_size: int = 16, progress: bool = True) -> np.ndarray:
+        """(n_contexts, n_candidates) natural-log probabilities of each candidate in the slot.
+
+        Each context holds one ``{slot}``. Masked LMs read the whole context with a mask in the
+        slot; causal LMs score the candidate's tokens after the text before the slot.
+        """
+
+    @abstractmethod
+    def sequence_logprob(self, texts: Sequence[str], batch_size: int = 16,
+                         progress: bool = True) -> np.ndarray:
+        """(n_texts,) total log-probability of each text (pseudo-log-likelihood for masked LMs)."""
+
+    @abstractmethod
+    def generate(self, prompts: Sequence[str], max_new_tokens: int = 40, temperature: float = 1.0,
+                 top_p: float = 1.0, num_return_sequences: int = 1, seed: int = 0,
+                 batch_size: int = 8, progress: bool = True) -> list[list[str]]:
+        """Sampled continuations (without the prompt), ``num_return_sequences`` per prompt.
+
+        Seeded per prompt, so a prompt's samples do not depend on the batch it ran in.
+        Masked LMs raise TypeError.
+        """
+
+
+class TextToImageModel(ABC):
+    """A text-to-image pipeline with one recorded seed per image."""
+
+    spec: str
+
+    @abstractmethod
+    def generate(self, prompts: Sequence[str], seeds: Sequence[int], num_inference_steps: int = 50,
+                 guidance_scale: float = 7.5, height: int | None = None, width: int | None = None,
+                 batch_size: int = 4, progress: bool = True, **pipeline_kwargs) -> list[Image.Image]:
+        """One image per (prompt, seed); image i depends only on prompts[i] and seeds[i]."""

@@ -1,0 +1,50 @@
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from vlbias.generation import generate_to_disk, read_manifest
+from vlbias.models.base import TextToImageModel
+
+
+class FakePipeline(TextToImageModel):
+    """Image pixels are a function of (prompt, seed); can be told to die after some calls."""
+
+    spec = "fake:t2i"
+
+    def __init__(self, die_after_calls=None):
+        self.calls = []
+        self.die_after_calls = die_after_calls
+
+    def generate(self, prompts, seeds, **kwargs):
+        if self.die_after_calls is not None and len(self.calls) >= self.die_after_calls:
+            raise KeyboardInterrupt("simulated kill")
+        self.calls.append(list(zip(prompts, seeds)))
+        return [Image.fromarray(np.full((4, 4, 3), (len(p) * 7 + s) % 256, np.uint8)) for p, s in zip(prompts, seeds)]
+
+
+def jobs(n=10):
+    return pd.DataFrame({"profession": [f"p{i % 3}" for i in range(n)], "prompt": [f"A photo of p{i % 3}" for i in range(n)],
+                         "seed": list(range(100, 100 + n))})
+
+
+def test_killed_run_resumes_without_regenerating(tmp_path):
+    killed = FakePipeline(die_after_calls=2)
+    with pytest.raises(KeyboardInterrupt):
+        generate_to_disk(killed, jobs(), tmp_path, batch_size=3, progress=False, num_inference_steps=2)
+    assert len(read_manifest(tmp_path)) == 6  # two finished batches survive
+    resumed = FakePipeline()
+    manifest = generate_to_disk(resumed, jobs(), tmp_path, batch_size=3, progress=False, num_inference_steps=2)
+    assert [pair for call in resumed.calls for pair in call] == [(f"A photo of p{i % 3}", 100 + i) for i in range(6, 10)]
+    assert manifest.job_id.tolist() == list(range(10))
+    assert manifest.num_inference_steps.tolist() == [2] * 10
+    for row in manifest.itertuples():
+        pixel = np.asarray(Image.open(tmp_path / row.file))[0, 0, 0]
+        assert pixel == (len(row.prompt) * 7 + row.seed) % 256
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_changed_settings_are_refused(tmp_path):
+    generate_to_disk(FakePipeline(), jobs(3), tmp_path, progress=False, num_inference_steps=2)
+    with pytest.raises(ValueError, match="settings changed"):
+        generate_to_disk(FakePipeline(), jobs(3), tmp_path, progress=False, num_inference_steps=2, guidance_scale=7.5)

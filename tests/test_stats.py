@@ -1,0 +1,42 @@
+import numpy as np
+import pytest
+from scipy import stats
+
+from vlbias.stats import self_similarity, vrbs, wilson_interval
+
+
+def brute_force_self_similarity(x):
+    x = x / np.linalg.norm(x, axis=1, keepdims=True)
+    gram = x @ x.T
+    n = len(x)
+    return (gram.sum() - np.trace(gram)) / (n * (n - 1))
+
+
+@pytest.mark.parametrize("n,d", [(2, 3), (7, 5), (50, 16)])
+def test_self_similarity_matches_all_pairs(n, d):
+    x = np.random.default_rng(n).normal(size=(n, d)) + 0.3
+    assert self_similarity(x) == pytest.approx(brute_force_self_similarity(x), abs=1e-12)
+
+
+def test_self_similarity_hand_worked():
+    # three unit vectors: e1, e1, e2 -> pairs (1, 0, 0) -> mean 1/3
+    x = np.array([[1.0, 0], [1.0, 0], [0, 1.0]])
+    assert self_similarity(x) == pytest.approx(1 / 3)
+    with pytest.raises(ValueError):
+        self_similarity(x[:1])
+
+
+@pytest.mark.parametrize("k,n", [(0, 10), (3, 10), (47, 100), (100, 100)])
+def test_wilson_interval_matches_scipy(k, n):
+    low, high = wilson_interval(k, n)
+    reference = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    assert low == pytest.approx(reference.low, abs=1e-9)
+    assert high == pytest.approx(reference.high, abs=1e-9)
+
+
+def test_vrbs_hand_worked():
+    # |0.9-0.8| + |0.1-0.4| = 0.1 + 0.3 -> mean 0.2 -> 0.8
+    assert vrbs([0.9, 0.1], [0.8, 0.4]) == pytest.approx(0.8)
+    assert vrbs([0.5], [0.5]) == 1.0
+    with pytest.raises(ValueError):
+        vrbs([0.5, 0.2], [0.5])
