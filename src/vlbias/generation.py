@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm  # text bars: widgets would need ipywidgets
 
 from .models.base import TextToImageModel
 

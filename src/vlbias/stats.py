@@ -31,7 +31,10 @@ def wilson_interval(successes: int | np.ndarray, trials: int | np.ndarray, confi
         p = k / n
         centre = (p + z * z / (2 * n)) / (1 + z * z / n)
         half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
+    # exact at the edges (rounding would otherwise put the bound a hair inside the estimate)
+    low = np.where(k == 0, 0.0, np.clip(centre - half, 0.0, 1.0))
+    high = np.where(k == n, 1.0, np.clip(centre + half, 0.0, 1.0))
+    return (float(low), float(high)) if low.ndim == 0 else (low, high)
 
 
 def vrbs(model_share, reference_share) -> float:

@@ -23,6 +23,15 @@ class ImageTextModel(ABC):
     preprocess_id: str
 
     @property
+    def weights_id(self) -> str:
+        """Names the weights in cache keys: the spec, plus the fixture version for ``tiny:`` specs."""
+        return getattr(self, "_weights_id", None) or self.spec
+
+    @weights_id.setter
+    def weights_id(self, value: str) -> None:
+        self._weights_id = value
+
+    @property
     def has_embeddings(self) -> bool:
         return self.kind == "dual"
 

@@ -1,0 +1,17 @@
+"""Data sets as records plus lazily opened images: FairFace, COCO captions, Flickr30k (Karpathy).
+
+``load_dataset(name, root=None, split=None, **options)``; ``root="fixture"`` gives a small
+synthetic copy in the real on-disk format, so notebooks and tests run without the data.
+"""
+
+from .base import DatasetNotFoundError, ImageDataset, LazyImages, open_rgb
+from .registry import (DATASETS, fixture_root, list_datasets, load_dataset, register_dataset, register_fixture,
+                       write_fixture)
+
+# Importing the modules fills the registries.
+from . import coco, fairface, fixtures, flickr30k  # noqa: E402,F401
+
+__all__ = [
+    "DatasetNotFoundError", "ImageDataset", "LazyImages", "open_rgb", "DATASETS", "fixture_root",
+    "list_datasets", "load_dataset", "register_dataset", "register_fixture", "write_fixture",
+]

@@ -1,0 +1,87 @@
+"""Image and text embeddings of a dual encoder, cached on disk in resumable chunks.
+
+The cache key names everything an embedding depends on: the model (``spec``), its image
+preprocessing (``preprocess_id``) and the exact images (a data set's ``identity``) or texts
+(a hash of their content). Change any of them and the embeddings are computed afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+
+import numpy as np
+from PIL import Image
+
+from .cache import compute_chunked
+from .models.base import ImageTextModel
+
+#: bump when the layout or meaning of cached embeddings changes
+EMBEDDING_CACHE_VERSION = 1
+
+
+def images_identity(images: Sequence[Image.Image]) -> str:
+    """Content hash of in-memory images (mode, size and pixels of each), for images without an identity."""
+    digest = hashlib.sha256()
+    for image in images:
+        digest.update(f"{image.mode}:{image.size[0]}x{image.size[1]}:".encode())
+        digest.update(image.tobytes())
+    return f"pil-images/{len(images)}@{digest.hexdigest()[:16]}"
+
+
+def texts_identity(texts: Sequence[str]) -> str:
+    canonical = json.dumps(list(texts), ensure_ascii=False, separators=(",", ":"))
+    return f"texts/{len(texts)}@{hashlib.sha256(canonical.encode('utf-8')).hexdigest()[:16]}"
+
+
+def _require_embeddings(model: ImageTextModel) -> None:
+    if not getattr(model, "has_embeddings", True):
+        raise TypeError(f"{model.spec} is a {model.kind} model without embeddings; use model.score(...) instead")
+
+
+def embed_images(model: ImageTextModel, dataset_or_images, dataset_identity: str | None = None,
+                 batch_size: int = 32, chunk_size: int = 512, cache: bool = True,
+                 progress: bool = True) -> np.ndarray:
+    """(n_images, dim) float32 L2-normalised embeddings, cached per chunk of ``chunk_size`` images.
+
+    ``dataset_or_images`` is a data set from :func:`vlbias.data.load_dataset`, its
+    ``images(indices)``, or any sequence of PIL images. Data sets carry their own identity; for
+    other sequences pass ``dataset_identity`` or the pixels are hashed (fine for small lists).
+    A chunk is handed to ``model.encode_images`` at once and backends may decode all of it, so
+    ``chunk_size`` also bounds memory (512 FairFace images at 448x448 RGB: about 300 MB).
+    """
+    _require_embeddings(model)
+    if hasattr(dataset_or_images, "images") and hasattr(dataset_or_images, "identity"):
+        images, identity = dataset_or_images.images(), dataset_or_images.identity
+    else:
+        images, identity = dataset_or_images, getattr(dataset_or_images, "identity", None)
+    identity = dataset_identity or identity
+    if identity is None:
+        images = list(images)
+        identity = images_identity(images)
+    key_parts = {"what": "image-embeddings", "version": EMBEDDING_CACHE_VERSION, "model": getattr(model, "weights_id", model.spec),
+                 "preprocess": model.preprocess_id, "images": identity, "n_items": len(images)}
+
+    def compute(start: int, stop: int) -> np.ndarray:
+        return np.asarray(model.encode_images(images[start:stop], batch_size=batch_size, progress=False),
+                          dtype=np.float32)
+
+    return compute_chunked(key_parts, len(images), compute, chunk_size=chunk_size, progress=progress,
+                           cache=cache, desc=f"image embeddings ({model.spec})")
+
+
+def embed_texts(model: ImageTextModel, texts: Sequence[str], batch_size: int = 256, chunk_size: int = 4096,
+                cache: bool = True, progress: bool = True) -> np.ndarray:
+    """(n_texts, dim) float32 L2-normalised text embeddings, cached under a hash of the texts."""
+    _require_embeddings(model)
+    texts = [str(text) for text in texts]
+    key_parts = {"what": "text-embeddings", "version": EMBEDDING_CACHE_VERSION, "model": getattr(model, "weights_id", model.spec),
+                 "texts": texts_identity(texts)}
+
+    def compute(start: int, stop: int) -> np.ndarray:
+        return np.asarray(model.encode_texts(texts[start:stop], batch_size=batch_size, progress=False),
+                          dtype=np.float32)
+
+    return compute_chunked(key_parts, len(texts), compute, chunk_size=chunk_size, progress=progress,
+                           cache=cache, desc=f"text embeddings ({model.spec})")

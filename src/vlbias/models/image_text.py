@@ -1,0 +1,427 @@
+"""Image-text models: dual encoders (CLIP and relatives) and pairwise matchers (ViLT, BridgeTower).
+
+One spec string names a model; :func:`load_image_text_model` reads where it lives (open_clip
+registry, Hugging Face hub id, local directory, ``tiny:`` fixture) and which family it is
+(``open_clip_config.json``, or ``config.json``'s ``model_type``), then wraps it in one class
+per family. Batching, progress bars and normalisation live in the two shared bases,
+:class:`DualEncoder` and :class:`PairwiseMatcher`; a family only says how to run one batch.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+from PIL import Image
+from tqdm import tqdm  # text bars: widgets would need ipywidgets
+
+from ..device import resolve_device, resolve_dtype
+from .base import ImageTextModel
+from .spec import ModelSpec, parse_spec
+from .tiny import tiny_checkpoint
+
+
+class ModelUnavailableError(OSError):
+    """A model spec that names no local checkpoint and could not be fetched."""
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def _batches(items: Sequence, batch_size: int, progress: bool, desc: str) -> Iterator[list]:
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
+    items = list(items)
+    starts = range(0, len(items), batch_size)
+    for start in tqdm(starts, desc=desc, disable=not progress or len(starts) <= 1, leave=False):
+        yield items[start:start + batch_size]
+
+
+def _as_rgb(images: Sequence[Image.Image]) -> list[Image.Image]:
+    return [image if image.mode == "RGB" else image.convert("RGB") for image in images]
+
+
+def _as_texts(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):  # a lone string would otherwise be scored character by character
+        raise TypeError("Expected a sequence of texts, got a single string; wrap it in a list.")
+    return [str(text) for text in texts]
+
+
+def _check_candidates(images: Sequence, candidates: Sequence[Sequence[str]]) -> list[list[str]]:
+    candidates = [_as_texts(row) for row in candidates]
+    if len(candidates) != len(images):
+        raise ValueError(f"Got {len(images)} images but {len(candidates)} candidate lists.")
+    widths = {len(row) for row in candidates}
+    if len(widths) > 1:
+        raise ValueError(f"Every image needs the same number of candidates, got {sorted(widths)}.")
+    return candidates
+
+
+def _features(output) -> torch.Tensor:
+    """The embedding tensor from a ``get_*_features`` call.
+
+    transformers 5 returns a ``BaseModelOutputWithPooling`` whose ``pooler_output`` holds the
+    projected embedding; older versions returned the tensor itself.
+    """
+    if isinstance(output, torch.Tensor):
+        return output
+    pooled = getattr(output, "pooler_output", None)
+    if pooled is None:
+        raise TypeError(f"Cannot find embeddings in a {type(output).__name__}.")
+    return pooled
+
+
+def _describe(mapping: dict) -> str:
+    return ",".join(f"{key}={mapping[key]}" for key in sorted(mapping) if mapping[key] is not None)
+
+
+# --------------------------------------------------------------------------- shared bases
+
+
+class _ImageTextBase(ImageTextModel):
+    """Spec, device and dtype bookkeeping common to every backend."""
+
+    def __init__(self, spec: str, device: torch.device, dtype: torch.dtype, preprocess: str):
+        self.spec = spec
+        self.device = device
+        self.dtype = dtype
+        # the spec is part of the id: two checkpoints never share cached image features
+        self.preprocess_id = f"{spec}|{preprocess}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(spec={self.spec!r}, kind={self.kind!r}, device={self.device.type})"
+
+
+class DualEncoder(_ImageTextBase):
+    """Embeds images and texts separately; scores are cosines of L2-normalised embeddings."""
+
+    kind = "dual"
+
+    def _embed_images(self, images: list[Image.Image]) -> torch.Tensor:
+        """Unnormalised embeddings of one batch of RGB images."""
+        raise NotImplementedError
+
+    def _embed_texts(self, texts: list[str]) -> torch.Tensor:
+        """Unnormalised embeddings of one batch of texts."""
+        raise NotImplementedError
+
+    def _encode(self, items: list, embed: Callable[[list], torch.Tensor], batch_size: int,
+                progress: bool, desc: str) -> np.ndarray:
+        chunks = []
+        with torch.inference_mode():
+            for batch in _batches(items, batch_size, progress, desc):
+                # normalise in float32: fp16 norms lose digits the cosines need
+                embeddings = embed(batch).float()
+                embeddings = embeddings / embeddings.norm(dim=-1, keepdim=True)
+                chunks.append(embeddings.cpu().numpy())
+        if not chunks:
+            return np.zeros((0, self.embedding_dim or 0), dtype=np.float32)
+        return np.concatenate(chunks).astype(np.float32, copy=False)
+
+    def encode_images(self, images, batch_size=32, progress=True):
+        return self._encode(_as_rgb(images), self._embed_images, batch_size, progress, "images")
+
+    def encode_texts(self, texts, batch_size=256, progress=True):
+        return self._encode(_as_texts(texts), self._embed_texts, batch_size, progress, "texts")
+
+    def score(self, images, texts, batch_size=32, progress=True):
+        image_embeddings = self.encode_images(images, batch_size=batch_size, progress=progress)
+        text_embeddings = self.encode_texts(texts, batch_size=max(batch_size, 256), progress=progress)
+        return image_embeddings @ text_embeddings.T  # raw cosine, no logit scale
+
+    def score_candidates(self, images, candidates, batch_size=32, progress=True):
+        candidates = _check_candidates(images, candidates)
+        distinct = list(dict.fromkeys(text for row in candidates for text in row))
+        position = {text: index for index, text in enumerate(distinct)}
+        image_embeddings = self.encode_images(images, batch_size=batch_size, progress=progress)
+        text_embeddings = self.encode_texts(distinct, batch_size=max(batch_size, 256), progress=progress)
+        width = len(candidates[0]) if candidates else 0
+        indices = np.array([[position[text] for text in row] for row in candidates], dtype=np.int64)
+        indices = indices.reshape(len(candidates), width)
+        chosen = text_embeddings[indices]  # (n_images, k, dim)
+        return np.einsum("nd,nkd->nk", image_embeddings, chosen).astype(np.float32)
+
+
+class PairwiseMatcher(_ImageTextBase):
+    """Reads an image and a text together; scores are image-text match logits, one per pair."""
+
+    kind = "pairwise"
+
+    def _match(self, images: list[Image.Image], texts: list[str]) -> torch.Tensor:
+        """Match logits of one batch of (image, text) pairs, shape (batch,)."""
+        raise NotImplementedError
+
+    def encode_images(self, images, batch_size=32, progress=True):
+        raise TypeError(f"{self!r} is a pairwise matcher: it has no separate image embeddings. "
+                        "Use score() or score_candidates() instead.")
+
+    def encode_texts(self, texts, batch_size=256, progress=True):
+        raise TypeError(f"{self!r} is a pairwise matcher: it has no separate text embeddings. "
+                        "Use score() or score_candidates() instead.")
+
+    def _score_pairs(self, images: list[Image.Image], pairs: list[tuple[int, str]], batch_size: int,
+                     progress: bool) -> np.ndarray:
+        logits = []
+        with torch.inference_mode():
+            for batch in _batches(pairs, batch_size, progress, "pairs"):
+                batch_logits = self._match([images[i] for i, _ in batch], [text for _, text in batch])
+                logits.append(batch_logits.float().reshape(-1).cpu().numpy())
+        return np.concatenate(logits).astype(np.float32) if logits else np.zeros(0, np.float32)
+
+    def score(self, images, texts, batch_size=32, progress=True):
+        images, texts = _as_rgb(images), _as_texts(texts)
+        pairs = [(i, text) for i in range(len(images)) for text in texts]
+        return self._score_pairs(images, pairs, batch_size, progress).reshape(len(images), len(texts))
+
+    def score_candidates(self, images, candidates, batch_size=32, progress=True):
+        images = _as_rgb(images)
+        candidates = _check_candidates(images, candidates)
+        width = len(candidates[0]) if candidates else 0
+        pairs = [(i, text) for i, row in enumerate(candidates) for text in row]
+        return self._score_pairs(images, pairs, batch_size, progress).reshape(len(images), width)
+
+
+# --------------------------------------------------------------------------- open_clip
+
+
+class OpenClipModel(DualEncoder):
+    """An open_clip model: a built-in architecture with a pretrained tag, or a saved directory."""
+
+    def __init__(self, spec: str, model_name: str, pretrained: str | None, device, dtype):
+        import open_clip
+
+        precision = "fp16" if dtype == torch.float16 else "bf16" if dtype == torch.bfloat16 else "fp32"
+        model, _, preprocess = open_clip.create_model_and_transforms(
+            model_name, pretrained=pretrained, device=device, precision=precision)
+        self.model = model.eval()
+        self.transform = preprocess
+        self.tokenizer = open_clip.get_tokenizer(model_name)
+        config = dict(open_clip.get_model_preprocess_cfg(model))
+        self.embedding_dim = getattr(model.visual, "output_dim", None)
+        super().__init__(spec, device, dtype, "open_clip:" + _describe(
+            {key: tuple(value) if isinstance(value, list) else value for key, value in config.items()}))
+
+    def _embed_images(self, images):
+        pixels = torch.stack([self.transform(image) for image in images]).to(self.device, self.dtype)
+        return self.model.encode_image(pixels)
+
+    def _embed_texts(self, texts):
+        tokens = self.tokenizer(texts).to(self.device)  # truncates to the context length
+        return self.model.encode_text(tokens)
+
+
+# --------------------------------------------------------------------------- Hugging Face
+
+
+def _image_processor_id(image_processor) -> str:
+    """Everything in an image processor's config that changes the pixels it produces."""
+    config = image_processor.to_dict()
+    keys = ("size", "crop_size", "do_resize", "do_center_crop", "do_rescale", "rescale_factor",
+            "rescale_offset", "do_normalize", "image_mean", "image_std", "resample", "size_divisor", "do_pad",
+            "do_convert_rgb")
+    picked = {}
+    for key in keys:
+        value = config.get(key)
+        if isinstance(value, dict):
+            value = tuple(sorted(value.items()))
+        elif isinstance(value, list):
+            value = tuple(round(v, 6) if isinstance(v, float) else v for v in value)
+        picked[key] = value
+    return type(image_processor).__name__ + ":" + _describe(picked)
+
+
+def _text_limit(tokenizer, max_positions: int | None, offset: int = 0) -> int | None:
+    """The longest token sequence the text tower accepts: its position table, less any offset
+    (RoBERTa-style towers number positions from padding_idx + 1), and the tokenizer's own cap."""
+    limits = []
+    if max_positions:
+        limits.append(int(max_positions) - offset)
+    model_max = getattr(tokenizer, "model_max_length", None)
+    if model_max and model_max < 10**6:  # unset caps are a huge sentinel
+        limits.append(int(model_max))
+    return min(limits) if limits else None
+
+
+class HFDualEncoder(DualEncoder):
+    """CLIP, ALIGN, AltCLIP, CLIPSeg and GroupViT through ``get_image_features``/``get_text_features``."""
+
+    def __init__(self, spec: str, source: str, model_class, device, dtype, position_offset: int = 0):
+        from transformers import AutoImageProcessor, AutoTokenizer
+
+        self.model = model_class.from_pretrained(source, dtype=dtype).to(device).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(source)
+        self.image_processor = AutoImageProcessor.from_pretrained(source)
+        text_config = self.model.config.text_config
+        self.max_length = _text_limit(self.tokenizer, getattr(text_config, "max_position_embeddings", None),
+                                      position_offset)
+        self.embedding_dim = getattr(self.model.config, "projection_dim", None)
+        super().__init__(spec, device, dtype, _image_processor_id(self.image_processor))
+
+    def _embed_images(self, images):
+        pixels = self.image_processor(images=images, return_tensors="pt")["pixel_values"]
+        return _features(self.model.get_image_features(pixel_values=pixels.to(self.device, self.dtype)))
+
+    def _embed_texts(self, texts):
+        tokens = self.tokenizer(texts, padding=True, truncation=self.max_length is not None,
+                                max_length=self.max_length, return_tensors="pt").to(self.device)
+        return _features(self.model.get_text_features(**tokens))
+
+
+class HFPairwiseMatcher(PairwiseMatcher):
+    """ViLT and BridgeTower retrieval models: a processor prepares each (image, text) pair."""
+
+    def __init__(self, spec: str, source: str, model_class, device, dtype, max_positions: int | None,
+                 position_offset: int, logit_column: int | None):
+        from transformers import AutoProcessor
+
+        self.model = model_class.from_pretrained(source, dtype=dtype).to(device).eval()
+        self.processor = AutoProcessor.from_pretrained(source)
+        self.max_length = _text_limit(self.processor.tokenizer, max_positions, position_offset)
+        self.logit_column = logit_column
+        super().__init__(spec, device, dtype, _image_processor_id(self.processor.image_processor))
+
+    def _match(self, images, texts):
+        inputs = self.processor(images=images, text=texts, padding=True, truncation=self.max_length is not None,
+                                max_length=self.max_length, return_tensors="pt").to(self.device)
+        inputs["pixel_values"] = inputs["pixel_values"].to(self.dtype)
+        # ViLT draws image patches with torch.multinomial (a shuffle, or a subsample when the
+        # config caps max_image_length): a fixed seed on a forked RNG makes scores repeatable
+        # without touching the caller's random state
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            logits = self.model(**inputs).logits
+        # ViLT's retrieval head has one output; BridgeTower's ITM head two (no match, match)
+        return logits[:, self.logit_column] if self.logit_column is not None else logits[:, 0]
+
+
+def _hf_dual(model_class_name: str, position_offset: int = 0):
+    def build(spec, source, config, device, dtype):
+        import transformers
+
+        return HFDualEncoder(spec, source, getattr(transformers, model_class_name), device, dtype,
+                             position_offset=position_offset)
+
+    return build
+
+
+def _build_vilt(spec, source, config, device, dtype):
+    from transformers import ViltForImageAndTextRetrieval
+
+    return HFPairwiseMatcher(spec, source, ViltForImageAndTextRetrieval, device, dtype,
+                             max_positions=config.get("max_position_embeddings"), position_offset=0,
+                             logit_column=None)
+
+
+def _build_bridgetower(spec, source, config, device, dtype):
+    from transformers import BridgeTowerForImageAndTextRetrieval
+
+    text_config = config.get("text_config") or {}
+    return HFPairwiseMatcher(spec, source, BridgeTowerForImageAndTextRetrieval, device, dtype,
+                             max_positions=text_config.get("max_position_embeddings", 514),
+                             position_offset=2, logit_column=1)
+
+
+#: config.json ``model_type`` -> builder(spec, source, config_dict, device, dtype)
+HF_BACKENDS: dict[str, Callable] = {
+    "clip": _hf_dual("CLIPModel"),
+    "align": _hf_dual("AlignModel"),
+    "altclip": _hf_dual("AltCLIPModel", position_offset=2),  # XLM-R text tower
+    "clipseg": _hf_dual("CLIPSegModel"),
+    "groupvit": _hf_dual("GroupViTModel"),
+    "vilt": _build_vilt,
+    "bridgetower": _build_bridgetower,
+}
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _unavailable(spec: ModelSpec, error: BaseException) -> ModelUnavailableError:
+    reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return ModelUnavailableError(
+        f"Cannot load image-text model {spec.raw!r}: no local copy was found ({reason}). "
+        "Run once with network access so that it is downloaded into the Hugging Face cache, "
+        "or pass the path of a local checkpoint directory as the spec.")
+
+
+def _hub_config(spec: ModelSpec) -> dict:
+    """config.json of a hub id, from the local Hugging Face cache or the network."""
+    from transformers import PretrainedConfig
+
+    try:
+        config, _ = PretrainedConfig.get_config_dict(spec.name)
+    except Exception as error:  # offline, unknown repo, gated repo: all mean "not here"
+        raise _unavailable(spec, error) from None
+    return config
+
+
+def _load_hf(spec: ModelSpec, source: str, config: dict, device, dtype) -> ImageTextModel:
+    model_type = config.get("model_type")
+    if model_type not in HF_BACKENDS:
+        raise ValueError(f"{spec.raw!r} is a {model_type!r} checkpoint; image-text backends exist for "
+                         f"{', '.join(sorted(HF_BACKENDS))}.")
+    return HF_BACKENDS[model_type](spec.raw, source, config, device, dtype)
+
+
+def _load_directory(spec: ModelSpec, directory: Path, device, dtype) -> ImageTextModel:
+    """A checkpoint saved by open_clip (``open_clip_config.json``) or by ``save_pretrained``."""
+    if (directory / "open_clip_config.json").is_file():
+        return OpenClipModel(spec.raw, f"local-dir:{directory}", None, device, dtype)
+    config_path = directory / "config.json"
+    if not config_path.is_file():
+        raise FileNotFoundError(f"{spec.raw!r}: {directory} holds neither open_clip_config.json "
+                                "nor a Hugging Face config.json.")
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    return _load_hf(spec, str(directory), config, device, dtype)
+
+
+def _check_open_clip_name(spec: ModelSpec, model_name: str, pretrained: str | None) -> None:
+    """Fail with the known names before open_clip fails with a bare RuntimeError."""
+    import open_clip
+
+    if model_name.startswith("hf-hub:"):
+        return
+    if model_name not in open_clip.list_models():
+        raise ValueError(f"{spec.raw!r}: {model_name!r} is not an open_clip architecture "
+                         "(see open_clip.list_models()).")
+    tags = open_clip.list_pretrained_tags_by_model(model_name)
+    if pretrained and pretrained not in tags and not Path(pretrained).is_file():
+        raise ValueError(f"{spec.raw!r}: open_clip knows no pretrained tag {pretrained!r} for "
+                         f"{model_name}. Known tags: {', '.join(tags)}.")
+
+
+def load_image_text_model(spec: str | ModelSpec, device=None, half: bool | None = None) -> ImageTextModel:
+    """Load a dual encoder or a pairwise matcher by spec (see :mod:`vlbias.models.spec`)."""
+    parsed = parse_spec(spec)
+    device = resolve_device(device)
+    dtype = resolve_dtype(device, half)
+    if parsed.source == "tiny":
+        checkpoint = tiny_checkpoint(parsed.name)
+        model = _load_directory(parsed, checkpoint, device, dtype)
+        model.weights_id = f"{parsed.raw}@{checkpoint.name}"  # a rebuilt fixture never reuses old caches
+        return model
+    if parsed.source == "local":
+        return _load_directory(parsed, Path(parsed.name), device, dtype)
+    if parsed.source == "open_clip" or parsed.name.startswith("hf-hub:"):
+        model_name, pretrained = parsed.name, parsed.tag
+        if model_name.startswith("hf-hub:") and pretrained:  # the repo id was split at its slash
+            model_name, pretrained = f"{model_name}/{pretrained}", None
+        _check_open_clip_name(parsed, model_name, pretrained)
+        try:
+            return OpenClipModel(parsed.raw, model_name, pretrained, device, dtype)
+        except (RuntimeError, OSError) as error:
+            message = str(error)
+            if any(word in message for word in ("download", "offline", "HF Hub", "connect", "Connection")):
+                raise _unavailable(parsed, error) from None
+            raise
+    config = _hub_config(parsed)
+    try:
+        return _load_hf(parsed, parsed.name, config, device, dtype)
+    except OSError as error:  # config cached but weights or tokenizer files missing
+        raise _unavailable(parsed, error) from None
+
+
+from . import _tiny_image_text  # noqa: E402,F401  (registers the tiny:* builders)

@@ -1,0 +1,565 @@
+"""Language-model backend: masked LMs (BERT, RoBERTa, ...) and causal LMs (GPT-2, Llama, SmolLM2, ...).
+
+Conventions (the numbers in the book depend on them, so they are spelled out):
+
+* **Masked ``fill_logprobs``**: the ``{slot}`` becomes the mask token and the model reads the
+  whole context. A candidate must be a *single* token of the vocabulary, tokenised with the
+  leading space that the slot has in the context (RoBERTa/GPT-2 style ``Ġshe``, SentencePiece
+  ``▁she``; WordPiece needs none). Multi-token candidates raise ``ValueError`` rather than
+  silently switching to a different estimator: use :meth:`sequence_logprob` (pseudo-log-
+  likelihood) on the filled sentences instead.
+* **Causal ``fill_logprobs``**: ``log P(candidate tokens | BOS + text before the slot)``, summed
+  over the candidate's tokens. A space before the slot moves into the candidate (``" she"``),
+  as the tokenizer would have split the full sentence. Text *after* the slot is ignored; to
+  compare whole sentences, score them with :meth:`sequence_logprob`.
+* **Causal ``sequence_logprob``**: the sum of every token's log-probability given the tokens
+  before it, starting after a BOS token that is prepended when the tokenizer has one (GPT-2's
+  ``<|endoftext|>``, Llama's ``<s>``). Without a BOS token the first token is not scored.
+* **Masked ``sequence_logprob``**: pseudo-log-likelihood (Salazar et al., 2020): each non-special
+  token is masked in turn and scored given all the others.
+* **Causal ``generate``**: sampling with temperature and nucleus (top-p) filtering, our own
+  decoding loop so that every sequence draws from its own ``torch.Generator`` (seeded from the
+  seed, the prompt text and the sample index). A prompt's samples are therefore the same
+  alone or in any batch, at any position. Continuations stop at EOS and exclude the prompt.
+
+Batches are right-padded for scoring (positions of real tokens are then unchanged and the
+causal mask keeps padding out of view) and left-padded with explicit position ids for
+generation, so batched results equal one-at-a-time results up to float rounding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+from tqdm import tqdm  # text bars: widgets would need ipywidgets
+
+from ..device import resolve_device, resolve_dtype
+from .base import LanguageModel
+from .spec import parse_spec
+from .tiny import register_tiny, tiny_checkpoint
+
+KINDS = ("masked", "causal")
+
+
+# --------------------------------------------------------------------------- locating checkpoints
+
+@dataclass(frozen=True)
+class CheckpointLocation:
+    """Where ``from_pretrained`` should look: a directory or hub id, plus an optional GGUF file."""
+
+    path: str
+    gguf_file: str | None = None
+
+    def kwargs(self) -> dict:
+        return {"gguf_file": self.gguf_file} if self.gguf_file else {}
+
+
+def locate_checkpoint(spec: str) -> CheckpointLocation:
+    """Resolve a spec to a ``from_pretrained`` location (GGUF files included)."""
+    parsed = parse_spec(spec)
+    if parsed.source == "tiny":
+        return locate_local(tiny_checkpoint(parsed.name))
+    if parsed.source == "local":
+        return locate_local(Path(parsed.name))
+    if parsed.source == "hf":
+        return CheckpointLocation(parsed.name)
+    raise ValueError(f"{spec!r} is an open_clip spec; language models are Hugging Face checkpoints "
+                     "(hub ids, local directories or .gguf files).")
+
+
+def locate_local(path: Path) -> CheckpointLocation:
+    """A ``.gguf`` file, a directory holding one, or a ``save_pretrained`` directory."""
+    if path.is_file():
+        if path.suffix != ".gguf":
+            raise ValueError(f"{path} is a file but not a .gguf file; give its directory instead.")
+        return CheckpointLocation(str(path.parent), path.name)
+    if (path / "config.json").exists():
+        return CheckpointLocation(str(path))
+    ggufs = sorted(p.name for p in path.glob("*.gguf"))
+    if len(ggufs) == 1:
+        return CheckpointLocation(str(path), ggufs[0])
+    if ggufs:
+        raise ValueError(f"{path} holds several .gguf files ({', '.join(ggufs)}); name one of them as the spec.")
+    raise FileNotFoundError(f"{path} has neither a config.json nor a .gguf file.")
+
+
+def unavailable_error(spec: str, error: Exception) -> OSError:
+    return OSError(
+        f"Could not load language model {spec!r}: {type(error).__name__}: {error}\n"
+        "If it is a Hugging Face hub id, download it first while online (e.g. `hf download <id>`) "
+        "or give the path of a local directory or .gguf file; offline runs (HF_HUB_OFFLINE=1) only "
+        "find models already in the Hugging Face cache. Tests should use 'tiny:mlm' or 'tiny:causal-lm'.")
+
+
+# --------------------------------------------------------------------------- choosing masked/causal
+
+def infer_kind(config) -> str:
+    """``"masked"`` or ``"causal"`` from a config's architectures, else from its model type."""
+    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+                                                        MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+
+    for architecture in getattr(config, "architectures", None) or []:
+        if architecture.endswith("ForMaskedLM"):
+            return "masked"
+        if architecture.endswith(("ForCausalLM", "LMHeadModel")):
+            return "causal"
+    model_type = getattr(config, "model_type", None)
+    # encoder models (BERT) also have a causal head class; only decoders default to causal
+    if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES and not getattr(config, "is_decoder", False):
+        return "masked"
+    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "causal"
+    raise ValueError(f"Cannot tell whether model type {model_type!r} is a masked or a causal LM; "
+                     "pass kind='masked' or kind='causal'.")
+
+
+def load_language_model(spec: str, device=None, half: bool | None = None, kind: str | None = None) -> "HFLanguageModel":
+    """Load a masked or causal LM by spec; ``kind`` overrides the guess from the config."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    spec = str(spec)
+    location = locate_checkpoint(spec)
+    device = resolve_device(device)
+    dtype = resolve_dtype(device, half)
+    try:
+        config = AutoConfig.from_pretrained(location.path, **location.kwargs())
+    except (OSError, ValueError) as error:  # missing files, offline hub, unknown id
+        raise unavailable_error(spec, error) from error
+    kind = kind or infer_kind(config)
+    model_class = AutoModelForMaskedLM if kind == "masked" else AutoModelForCausalLM
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(location.path, **location.kwargs())
+        model = model_class.from_pretrained(location.path, dtype=dtype, **location.kwargs())
+    except (OSError, ValueError) as error:  # e.g. a directory without tokenizer files
+        raise unavailable_error(spec, error) from error
+    model.to(device).eval()
+    return HFLanguageModel(spec, kind, model, tokenizer)
+
+
+# --------------------------------------------------------------------------- helpers
+
+def split_at_slot(context: str, slot: str) -> tuple[str, str]:
+    """Text before and after the single slot of ``context``."""
+    if context.count(slot) != 1:
+        raise ValueError(f"Each context needs exactly one {slot}: {context!r}")
+    before, after = context.split(slot)
+    return before, after
+
+
+def batches(items: Sequence, size: int, progress: bool, description: str):
+    """Consecutive slices of ``items`` with a progress bar over batches."""
+    size = max(1, size)
+    starts = range(0, len(items), size)
+    for start in tqdm(starts, desc=description, disable=not progress or len(starts) <= 1):
+        yield items[start:start + size]
+
+
+def pad_right(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids, attention_mask), padding at the end so real tokens keep positions 0..n-1."""
+    length = max(len(s) for s in sequences)
+    ids = torch.full((len(sequences), length), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(sequences), length), dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        ids[row, :len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+        mask[row, :len(sequence)] = 1
+    return ids, mask
+
+
+def pad_left(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids, attention_mask), padding at the start so every prompt ends at the last column."""
+    length = max(len(s) for s in sequences)
+    ids = torch.full((len(sequences), length), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(sequences), length), dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        ids[row, length - len(sequence):] = torch.tensor(sequence, dtype=torch.long)
+        mask[row, length - len(sequence):] = 1
+    return ids, mask
+
+
+def sample_seed(seed: int, prompt: str, sample_index: int) -> int:
+    """A generator seed that depends only on (seed, prompt text, sample index)."""
+    digest = hashlib.sha256(f"{seed}\x00{sample_index}\x00{prompt}".encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "little") & (2 ** 63 - 1)
+
+
+def sample_token(logits: torch.Tensor, temperature: float, top_p: float, generator: torch.Generator) -> int:
+    """Draw one token id from a row of logits.
+
+    Inverse-CDF sampling in vocabulary order with one uniform from the row's own CPU generator:
+    the draw is the same on any device, and float noise from batching only matters when the
+    uniform falls within rounding of a bucket boundary.
+    """
+    if temperature <= 0:
+        return int(torch.argmax(logits))
+    probs = torch.softmax(logits.double() / temperature, dim=-1)
+    if top_p < 1.0:
+        sorted_probs, order = torch.sort(probs, descending=True, stable=True)
+        before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs  # mass of higher-ranked tokens
+        keep_sorted = before < top_p  # the smallest set reaching top_p; the top token always stays
+        keep = torch.zeros_like(keep_sorted).scatter(0, order, keep_sorted)
+        probs = torch.where(keep, probs, torch.zeros_like(probs))
+    cdf = torch.cumsum(probs, dim=-1).cpu()
+    uniform = torch.rand((), generator=generator, dtype=torch.float64) * cdf[-1]
+    return int(min(torch.searchsorted(cdf, uniform, right=True).item(), len(cdf) - 1))
+
+
+# --------------------------------------------------------------------------- the backend
+
+class HFLanguageModel(LanguageModel):
+    """A transformers masked or causal LM behind the :class:`LanguageModel` interface."""
+
+    def __init__(self, spec: str, kind: str, model, tokenizer):
+        self.spec = spec
+        self.kind = kind
+        self.model = model
+        self.tokenizer = tokenizer
+        self.device = next(model.parameters()).device
+        # padding positions are masked out, so any id will do when the tokenizer has no pad
+        self.pad_id = next((i for i in (tokenizer.pad_token_id, tokenizer.eos_token_id) if i is not None), 0)
+
+    def __repr__(self) -> str:
+        return f"HFLanguageModel({self.spec!r}, kind={self.kind!r})"
+
+    # ---- tokenisation
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` without any special tokens."""
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def encode_word(self, word: str, after_space: bool) -> list[int]:
+        """Ids of ``word`` as it appears mid-sentence (``after_space``) or at the very start.
+
+        Byte-level BPE (GPT-2, RoBERTa, SmolLM2) marks the space in the word's first token, so
+        ``" she"`` is encoded (``Ġshe``). SentencePiece tokenizers that add a word-boundary
+        marker themselves (``▁she``) encode the bare word, since ``" she"`` may give an extra
+        ``▁`` token; they therefore also treat a slot glued to the previous character
+        (``"said:{slot}"``) as a word start, so keep a space before slots. WordPiece ignores the
+        space either way.
+        """
+        plain = self.encode(word)
+        if not plain:
+            raise ValueError(f"Candidate {word!r} encodes to no tokens.")
+        if not after_space or self.tokenizer.convert_ids_to_tokens(plain[:1])[0].startswith("\u2581"):
+            return plain
+        return self.encode(" " + word)
+
+    def causal_prefix(self) -> list[int]:
+        bos = self.tokenizer.bos_token_id
+        return [bos] if bos is not None else []
+
+    # ---- forward passes
+
+    @torch.no_grad()
+    def logprobs(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Log-softmax over the vocabulary at every position, in float32."""
+        logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+        return torch.log_softmax(logits.float(), dim=-1)
+
+    def score_continuations(self, pairs: Sequence[tuple[list[int], list[int]]], batch_size: int,
+                            progress: bool, description: str) -> np.ndarray:
+        """Causal: sum of log P(continuation tokens | prefix tokens), one value per pair."""
+        if any(not prefix for prefix, _ in pairs):
+            raise ValueError("Cannot score the first token of a text without a BOS token before it.")
+        totals = []
+        for batch in batches(list(pairs), batch_size, progress, description):
+            ids, mask = pad_right([prefix + continuation for prefix, continuation in batch], self.pad_id)
+            logprobs = self.logprobs(ids, mask)
+            for row, (prefix, continuation) in enumerate(batch):
+                # token at position t is predicted by the logits at position t - 1
+                positions = torch.arange(len(prefix) - 1, len(prefix) + len(continuation) - 1)
+                targets = torch.tensor(continuation, dtype=torch.long)  # may be empty: sums to 0
+                totals.append(logprobs[row, positions, targets].sum().item())
+        return np.asarray(totals, dtype=np.float64)
+
+    # ---- LanguageModel interface
+
+    def fill_logprobs(self, contexts: Sequence[str], candidates: Sequence[str],
+                      batch_size: int = 16, progress: bool = True) -> np.ndarray:
+        contexts, candidates = list(contexts), list(candidates)
+        if not candidates or not contexts:
+            return np.zeros((len(contexts), len(candidates)))
+        if self.kind == "masked":
+            return self.masked_fill_logprobs(contexts, candidates, batch_size, progress)
+        return self.causal_fill_logprobs(contexts, candidates, batch_size, progress)
+
+    def masked_fill_logprobs(self, contexts, candidates, batch_size, progress) -> np.ndarray:
+        candidate_ids = []
+        for context in contexts:
+            after_space = split_at_slot(context, self.SLOT)[0].endswith(" ")
+            candidate_ids.append(torch.tensor([self.single_token(c, after_space) for c in candidates]))
+        rows = self.masked_slot_distributions(contexts, batch_size, progress)
+        return np.stack([row[ids].numpy() for row, ids in zip(rows, candidate_ids)]).astype(np.float64)
+
+    def masked_slot_distributions(self, contexts, batch_size, progress):
+        """Yield, per context, the log-softmax over the vocabulary at the masked slot (on the CPU)."""
+        mask_token = self.tokenizer.mask_token
+        if mask_token is None:
+            raise ValueError(f"{self.spec!r} has no mask token.")
+        filled = [mask_token.join(split_at_slot(c, self.SLOT)) for c in contexts]
+        for batch in batches(filled, batch_size, progress, "fill (masked)"):
+            encoded = self.tokenizer(batch, return_tensors="pt", padding=True)
+            logprobs = self.logprobs(encoded["input_ids"], encoded["attention_mask"])
+            for i in range(len(batch)):
+                positions = (encoded["input_ids"][i] == self.tokenizer.mask_token_id).nonzero().flatten()
+                if len(positions) != 1:
+                    raise ValueError(f"Expected one mask token in {batch[i]!r}, found {len(positions)}.")
+                yield logprobs[i, positions[0]].cpu()
+
+    def slot_logprobs(self, contexts: Sequence[str], batch_size: int = 16, progress: bool = True) -> np.ndarray:
+        """(n_contexts, vocab_size) log-probabilities of every token as the slot's first token.
+
+        Masked: the distribution at the mask. Causal: the next-token distribution after the text
+        before the slot (with the space before the slot left out of the prefix, so word-initial
+        tokens such as ``Ġshe`` carry it). Useful for top-k fillers and for checking that the
+        probabilities are normalised.
+        """
+        contexts = list(contexts)
+        if self.kind == "masked":
+            return np.stack([row.numpy() for row in self.masked_slot_distributions(contexts, batch_size, progress)])
+        prefixes = [self.causal_slot_prefix(c) for c in contexts]
+        rows = []
+        for batch in batches(prefixes, batch_size, progress, "slot (causal)"):
+            ids, mask = pad_right(batch, self.pad_id)
+            logprobs = self.logprobs(ids, mask)
+            rows.extend(logprobs[row, len(prefix) - 1].cpu().numpy() for row, prefix in enumerate(batch))
+        return np.stack(rows)
+
+    def causal_slot_prefix(self, context: str) -> list[int]:
+        """BOS + tokens of the text before the slot, without the space that precedes the slot."""
+        before, _after = split_at_slot(context, self.SLOT)  # text after the slot is ignored
+        prefix = self.causal_prefix() + self.encode(before[:-1] if before.endswith(" ") else before)
+        if not prefix:
+            raise ValueError(f"{self.spec!r} has no BOS token, so a slot at the very start of "
+                             f"{context!r} cannot be scored.")
+        return prefix
+
+    def single_token(self, candidate: str, after_space: bool) -> int:
+        ids = self.encode_word(candidate, after_space)
+        if len(ids) != 1:
+            pieces = self.tokenizer.convert_ids_to_tokens(ids)
+            raise ValueError(
+                f"Candidate {candidate!r} is {len(ids)} tokens {pieces} for {self.spec!r}; a masked LM "
+                "fills one token per slot. Use single-token candidates, or compare the filled "
+                "sentences with sequence_logprob (pseudo-log-likelihood).")
+        return ids[0]
+
+    def causal_fill_logprobs(self, contexts, candidates, batch_size, progress) -> np.ndarray:
+        pairs = []
+        for context in contexts:
+            prefix = self.causal_slot_prefix(context)
+            after_space = split_at_slot(context, self.SLOT)[0].endswith(" ")
+            for candidate in candidates:
+                pairs.append((prefix, self.encode_word(candidate, after_space)))
+        scores = self.score_continuations(pairs, batch_size, progress, "fill (causal)")
+        return scores.reshape(len(contexts), len(candidates))
+
+    def sequence_logprob(self, texts: Sequence[str], batch_size: int = 16,
+                         progress: bool = True) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros(0)
+        if self.kind == "masked":
+            return self.pseudo_log_likelihood(texts, batch_size, progress)
+        pairs = []
+        for text in texts:
+            ids = self.causal_prefix() + self.encode(text)
+            pairs.append((ids[:1], ids[1:]))  # without BOS the first token goes unscored
+        return self.score_continuations(pairs, batch_size, progress, "sequence (causal)")
+
+    def pseudo_log_likelihood(self, texts: list[str], batch_size: int, progress: bool) -> np.ndarray:
+        """Sum over non-special tokens of log P(token | all other tokens), one masked copy each."""
+        special = set(self.tokenizer.all_special_ids)
+        copies = []  # (text index, ids with one position masked, position, original id)
+        for index, text in enumerate(texts):
+            ids = self.tokenizer(text)["input_ids"]
+            for position, token in enumerate(ids):
+                if token not in special:
+                    masked = list(ids)
+                    masked[position] = self.tokenizer.mask_token_id
+                    copies.append((index, masked, position, token))
+        totals = np.zeros(len(texts))
+        for batch in batches(copies, batch_size, progress, "sequence (pseudo-log-likelihood)"):
+            ids, mask = pad_right([masked for _, masked, _, _ in batch], self.pad_id)
+            logprobs = self.logprobs(ids, mask)
+            for row, (index, _, position, token) in enumerate(batch):
+                totals[index] += logprobs[row, position, token].item()
+        return totals
+
+    @torch.no_grad()
+    def generate(self, prompts: Sequence[str], max_new_tokens: int = 40, temperature: float = 1.0,
+                 top_p: float = 1.0, num_return_sequences: int = 1, seed: int = 0,
+                 batch_size: int = 8, progress: bool = True) -> list[list[str]]:
+        if self.kind != "causal":
+            raise TypeError(f"{self.spec!r} is a masked LM; only causal LMs generate text.")
+        prompts = list(prompts)
+        jobs = [(p, j) for p in range(len(prompts)) for j in range(num_return_sequences)]
+        outputs: list[list[str]] = [[] for _ in prompts]
+        for batch in batches(jobs, batch_size, progress, "generate"):
+            texts = self.sample_batch([prompts[p] for p, _ in batch],
+                                      [sample_seed(seed, prompts[p], j) for p, j in batch],
+                                      max_new_tokens, temperature, top_p)
+            for (p, _), text in zip(batch, texts):
+                outputs[p].append(text)
+        return outputs
+
+    def sample_batch(self, prompts: list[str], seeds: list[int], max_new_tokens: int,
+                     temperature: float, top_p: float) -> list[str]:
+        """Sample continuations of left-padded prompts, each row with its own generator."""
+        ids, mask = pad_left([self.causal_prefix() + self.encode(p) for p in prompts], self.pad_id)
+        if ids.shape[1] == 0:
+            raise ValueError("Cannot generate from an empty prompt without a BOS token.")
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        generators = [torch.Generator().manual_seed(s) for s in seeds]
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # left padding must not shift positions
+        eos = self.tokenizer.eos_token_id
+        output = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
+        new_tokens = [[] for _ in prompts]
+        finished = [False] * len(prompts)
+        for _step in range(max_new_tokens):
+            last_logits = output.logits[:, -1, :]
+            step_tokens = []
+            for row, generator in enumerate(generators):
+                token = sample_token(last_logits[row], temperature, top_p, generator)
+                if not finished[row]:
+                    if token == eos:
+                        finished[row] = True
+                    else:
+                        new_tokens[row].append(token)
+                step_tokens.append(token if not finished[row] else self.pad_id)
+            if all(finished):
+                break
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+            positions = positions[:, -1:] + 1
+            output = self.model(input_ids=torch.tensor(step_tokens, device=self.device)[:, None],
+                                attention_mask=mask, position_ids=positions,
+                                past_key_values=output.past_key_values, use_cache=True)
+        return [self.tokenizer.decode(tokens, skip_special_tokens=True) for tokens in new_tokens]
+
+
+# --------------------------------------------------------------------------- tiny fixtures
+
+TINY_HIDDEN = 32
+
+
+@register_tiny("mlm", "language", version=1,
+               description="random 2-layer BERT masked LM; demo words are whole WordPiece tokens")
+def build_tiny_mlm(directory: Path) -> None:
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizer
+
+    from .tiny_tokenizers import write_wordpiece_vocab
+
+    vocab_size = write_wordpiece_vocab(directory)
+    tokenizer = BertTokenizer(str(Path(directory) / "vocab.txt"), do_lower_case=True)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=vocab_size, hidden_size=TINY_HIDDEN, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=128,
+                        pad_token_id=tokenizer.pad_token_id)
+    BertForMaskedLM(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+
+
+@register_tiny("causal-lm", "language", version=1,
+               description="random 2-layer GPT-2 with a byte-level BPE tokenizer (no merges)")
+def build_tiny_causal_lm(directory: Path) -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel, GPT2Tokenizer
+
+    from .tiny_tokenizers import write_byte_level_bpe
+
+    directory = Path(directory)
+    vocab_size = write_byte_level_bpe(directory, style="gpt2", special_tokens=["<|endoftext|>"])
+    tokenizer = GPT2Tokenizer(str(directory / "vocab.json"), str(directory / "merges.txt"))
+    torch.manual_seed(0)
+    endoftext = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    config = GPT2Config(vocab_size=vocab_size, n_embd=TINY_HIDDEN, n_layer=2, n_head=4, n_positions=256,
+                        bos_token_id=endoftext, eos_token_id=endoftext)
+    GPT2LMHeadModel(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+
+
+#: merges for the GGUF fixture, so that " he" and " she" are single tokens as in real vocabularies
+TINY_GGUF_MERGES = ("Ġ h", "Ġh e", "Ġ s", "Ġs h", "Ġsh e")
+TINY_GGUF_FILE = "tiny-llama-f32.gguf"
+GGUF_TOKEN_NORMAL, GGUF_TOKEN_CONTROL = 1, 3  # llama.cpp's token types
+
+
+def llama_cpp_permute(weight: np.ndarray, n_heads: int) -> np.ndarray:
+    """Reorder q/k rows from Hugging Face's rotary layout to llama.cpp's (what its converter does).
+
+    transformers undoes this when it reads a GGUF file, so writing without it would scramble
+    the attention heads.
+    """
+    head_dim_half = weight.shape[0] // n_heads // 2
+    return weight.reshape(n_heads, 2, head_dim_half, *weight.shape[1:]).swapaxes(1, 2).reshape(weight.shape)
+
+
+@register_tiny("gguf-lm", "language", version=1,
+               description="random 2-layer Llama (grouped-query attention, tied embeddings) in a GGUF "
+                           "file with a byte-level BPE vocabulary, like SmolLM2; the same weights are "
+                           "in reference/ as a save_pretrained checkpoint")
+def build_tiny_gguf_lm(directory: Path) -> None:
+    import gguf
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from .tiny_tokenizers import bytes_to_unicode
+
+    directory = Path(directory)
+    merged = [merge.replace(" ", "") for merge in TINY_GGUF_MERGES]
+    tokens = ["<|endoftext|>"] + list(bytes_to_unicode().values()) + merged
+    eos = 0
+    n_heads, n_kv_heads, head_dim = 4, 2, TINY_HIDDEN // 4
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokens), hidden_size=TINY_HIDDEN, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=n_heads, num_key_value_heads=n_kv_heads,
+                         max_position_embeddings=256, rms_norm_eps=1e-5, tie_word_embeddings=True,
+                         bos_token_id=eos, eos_token_id=eos)
+    model = LlamaForCausalLM(config)
+    model.save_pretrained(directory / "reference")
+
+    writer = gguf.GGUFWriter(str(directory / TINY_GGUF_FILE), "llama")
+    writer.add_name("tiny-llama")
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_embedding_length(TINY_HIDDEN)
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_head_count(n_heads)
+    writer.add_head_count_kv(n_kv_heads)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_rope_freq_base(float(getattr(config, "rope_theta", None) or 10000.0))
+    writer.add_layer_norm_rms_eps(config.rms_norm_eps)
+    writer.add_vocab_size(len(tokens))
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_types([GGUF_TOKEN_CONTROL] + [GGUF_TOKEN_NORMAL] * (len(tokens) - 1))
+    writer.add_token_merges(list(TINY_GGUF_MERGES))
+    writer.add_bos_token_id(eos)
+    writer.add_eos_token_id(eos)
+    writer.add_add_bos_token(False)
+
+    state = {name: tensor.detach().float().numpy() for name, tensor in model.state_dict().items()}
+    writer.add_tensor("token_embd.weight", state["model.embed_tokens.weight"])
+    writer.add_tensor("output_norm.weight", state["model.norm.weight"])
+    for layer in range(config.num_hidden_layers):
+        hf, cpp = f"model.layers.{layer}.", f"blk.{layer}."
+        writer.add_tensor(cpp + "attn_norm.weight", state[hf + "input_layernorm.weight"])
+        writer.add_tensor(cpp + "attn_q.weight", llama_cpp_permute(state[hf + "self_attn.q_proj.weight"], n_heads))
+        writer.add_tensor(cpp + "attn_k.weight", llama_cpp_permute(state[hf + "self_attn.k_proj.weight"], n_kv_heads))
+        writer.add_tensor(cpp + "attn_v.weight", state[hf + "self_attn.v_proj.weight"])
+        writer.add_tensor(cpp + "attn_output.weight", state[hf + "self_attn.o_proj.weight"])
+        writer.add_tensor(cpp + "ffn_norm.weight", state[hf + "post_attention_layernorm.weight"])
+        writer.add_tensor(cpp + "ffn_gate.weight", state[hf + "mlp.gate_proj.weight"])
+        writer.add_tensor(cpp + "ffn_up.weight", state[hf + "mlp.up_proj.weight"])
+        writer.add_tensor(cpp + "ffn_down.weight", state[hf + "mlp.down_proj.weight"])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    # complete the reference checkpoint with the tokenizer as transformers reads it from the file
+    AutoTokenizer.from_pretrained(directory, gguf_file=TINY_GGUF_FILE).save_pretrained(directory / "reference")

@@ -1,0 +1,168 @@
+"""Text-to-image backend: diffusers pipelines (Stable Diffusion 1.x and its family).
+
+One image per (prompt, seed). Every image gets its own ``torch.Generator`` seeded with its
+seed, so image i depends only on ``prompts[i]`` and ``seeds[i]``, not on the batch it ran in.
+The generators live on the CPU: the initial noise for a seed is then the same on any device
+(diffusers draws it on the CPU and moves it), which makes recorded seeds portable.
+
+The wrapped pipeline is exposed as ``.pipeline`` so that later interventions (e.g. CADS,
+which anneals the text conditioning inside the denoising loop) can wrap ``pipeline.unet`` or
+pass step callbacks through ``generate(**pipeline_kwargs)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from PIL import Image
+from tqdm import tqdm  # text bars: widgets would need ipywidgets
+
+from ..device import resolve_device, resolve_dtype
+from .base import TextToImageModel
+from .spec import parse_spec
+from .tiny import register_tiny, tiny_checkpoint
+
+#: generators are created here, whatever device the pipeline runs on (portable seeds)
+GENERATOR_DEVICE = "cpu"
+
+
+def locate_pipeline(spec: str) -> str:
+    """A ``from_pretrained`` location (directory or hub id) for a spec."""
+    parsed = parse_spec(spec)
+    if parsed.source == "tiny":
+        return str(tiny_checkpoint(parsed.name))
+    if parsed.source in ("local", "hf"):
+        return parsed.name
+    raise ValueError(f"{spec!r} is an open_clip spec, not a diffusers pipeline.")
+
+
+def load_text_to_image(spec: str, device=None, half: bool | None = None,
+                       attention_slicing: bool = False) -> "DiffusersTextToImage":
+    """Load a diffusers text-to-image pipeline by spec, with the safety checker off.
+
+    ``attention_slicing`` trades speed for memory on small GPUs; by default PyTorch's fused
+    scaled-dot-product attention (diffusers' default processor) is kept, which is faster and
+    already memory-efficient.
+    """
+    from diffusers import DiffusionPipeline
+
+    spec = str(spec)
+    location = locate_pipeline(spec)
+    device = resolve_device(device)
+    dtype = resolve_dtype(device, half)
+    try:
+        # The safety checker is switched off on purpose: it blacks out images it flags (and
+        # flags people unevenly), which would bias the very demographic statistics we measure.
+        # Not loading it also saves memory and time.
+        pipeline = DiffusionPipeline.from_pretrained(location, dtype=dtype, safety_checker=None,
+                                                     requires_safety_checker=False)
+    except (OSError, ValueError) as error:  # missing files, offline hub, unknown id
+        raise OSError(
+            f"Could not load text-to-image pipeline {spec!r}: {type(error).__name__}: {error}\n"
+            "Download it first while online (e.g. `hf download CompVis/stable-diffusion-v1-4`) or give "
+            "the path of a directory saved with save_pretrained; offline runs (HF_HUB_OFFLINE=1) only "
+            "find pipelines already in the Hugging Face cache. Tests should use 'tiny:sd'.") from error
+    pipeline.to(device)
+    if attention_slicing:
+        pipeline.enable_attention_slicing()
+    pipeline.set_progress_bar_config(disable=True)  # our own bar counts batches instead
+    return DiffusersTextToImage(spec, pipeline)
+
+
+class DiffusersTextToImage(TextToImageModel):
+    """A diffusers text-to-image pipeline behind the :class:`TextToImageModel` interface."""
+
+    def __init__(self, spec: str, pipeline):
+        self.spec = spec
+        self.pipeline = pipeline
+
+    def __repr__(self) -> str:
+        return f"DiffusersTextToImage({self.spec!r}, {type(self.pipeline).__name__})"
+
+    @property
+    def denoiser(self):
+        """The network called at every denoising step (``unet`` for SD 1.x): the place to hook
+        interventions such as CADS, e.g. ``model.pipeline.unet = Wrapped(model.denoiser)``."""
+        return getattr(self.pipeline, "unet", None) or getattr(self.pipeline, "transformer", None)
+
+    @property
+    def native_size(self) -> int | None:
+        """The side in pixels the denoiser was trained at (512 for SD 1.x); None if unknown."""
+        sample_size = getattr(getattr(self.denoiser, "config", None), "sample_size", None)
+        scale = getattr(self.pipeline, "vae_scale_factor", None)
+        if not isinstance(sample_size, int) or scale is None:
+            return None  # the pipeline then picks its own default
+        return int(sample_size * scale)
+
+    @property
+    def safety_checker_enabled(self) -> bool:
+        return getattr(self.pipeline, "safety_checker", None) is not None
+
+    def generate(self, prompts: Sequence[str], seeds: Sequence[int], num_inference_steps: int = 50,
+                 guidance_scale: float = 7.5, height: int | None = None, width: int | None = None,
+                 batch_size: int = 4, progress: bool = True, **pipeline_kwargs) -> list[Image.Image]:
+        prompts, seeds = list(prompts), [int(s) for s in seeds]
+        if len(prompts) != len(seeds):
+            raise ValueError(f"Need one seed per prompt, got {len(prompts)} prompts and {len(seeds)} seeds.")
+        height = height or self.native_size
+        width = width or self.native_size
+        images: list[Image.Image] = []
+        batch_size = max(1, batch_size)
+        for start in tqdm(range(0, len(prompts), batch_size), desc=f"generate ({self.spec})", disable=not progress):
+            batch_prompts = prompts[start:start + batch_size]
+            # one generator per image: its noise then does not depend on its neighbours in the batch
+            generators = [torch.Generator(GENERATOR_DEVICE).manual_seed(s) for s in seeds[start:start + batch_size]]
+            with torch.inference_mode():
+                output = self.pipeline(prompt=batch_prompts, generator=generators,
+                                       num_inference_steps=num_inference_steps,
+                                       guidance_scale=guidance_scale, height=height, width=width,
+                                       **{"output_type": "pil", **pipeline_kwargs})
+            images.extend(output.images)
+        return images
+
+
+# --------------------------------------------------------------------------- tiny fixture
+
+@register_tiny("sd", "text-to-image", version=1,
+               description="random Stable-Diffusion-1.x-shaped pipeline: 32-px images, 2-layer CLIP text encoder")
+def build_tiny_sd(directory: Path) -> None:
+    from diffusers import AutoencoderKL, PNDMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
+
+    from .tiny_tokenizers import write_byte_level_bpe
+
+    directory = Path(directory)
+    tokenizer_dir = directory / "_tokenizer_files"
+    vocab_size = write_byte_level_bpe(tokenizer_dir, style="clip",
+                                      special_tokens=["<|startoftext|>", "<|endoftext|>"])
+    tokenizer = CLIPTokenizer(str(tokenizer_dir / "vocab.json"), str(tokenizer_dir / "merges.txt"),
+                              model_max_length=77)  # SD pads prompts to this length
+    torch.manual_seed(0)
+    text_encoder = CLIPTextModel(CLIPTextConfig(
+        vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, max_position_embeddings=77, projection_dim=32,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id))
+    unet = UNet2DConditionModel(
+        sample_size=16, in_channels=4, out_channels=4, layers_per_block=1,
+        block_out_channels=(32, 64), down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), cross_attention_dim=32,
+        attention_head_dim=8, norm_num_groups=32)
+    vae = AutoencoderKL(
+        in_channels=3, out_channels=3, latent_channels=4, block_out_channels=(32, 64),
+        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"), layers_per_block=1,
+        norm_num_groups=32, sample_size=32)
+    # SD 1.4's own scheduler settings
+    scheduler = PNDMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
+                              num_train_timesteps=1000, skip_prk_steps=True, steps_offset=1,
+                              set_alpha_to_one=False)
+    pipeline = StableDiffusionPipeline(vae=vae, text_encoder=text_encoder, tokenizer=tokenizer, unet=unet,
+                                       scheduler=scheduler, safety_checker=None, feature_extractor=None,
+                                       requires_safety_checker=False)
+    pipeline.save_pretrained(directory)
+    for path in tokenizer_dir.iterdir():  # the saved pipeline has its own tokenizer/ copy
+        path.unlink()
+    tokenizer_dir.rmdir()

@@ -1,0 +1,98 @@
+"""Text-to-image backend on the tiny Stable Diffusion fixture."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from vlbias.models import load_text_to_image, tiny_checkpoint
+
+STEPS = 3  # enough for the scheduler's multistep path; tiny images take milliseconds per step
+
+
+@pytest.fixture(scope="module")
+def sd():
+    return load_text_to_image("tiny:sd", device="cpu")
+
+
+def pixels(image) -> np.ndarray:
+    return np.asarray(image, dtype=np.int16)
+
+
+def test_tiny_pipeline_round_trips_through_its_directory(sd):
+    by_path = load_text_to_image(str(tiny_checkpoint("sd")), device="cpu")
+    for component in ("unet", "vae", "text_encoder"):
+        state = getattr(sd.pipeline, component).state_dict()
+        other = getattr(by_path.pipeline, component).state_dict()
+        assert state.keys() == other.keys()
+        assert all(torch.equal(state[key], other[key]) for key in state), component
+    assert type(sd.pipeline).__name__ == "StableDiffusionPipeline"
+
+
+def test_safety_checker_is_off(sd):
+    assert sd.pipeline.safety_checker is None
+    assert not sd.safety_checker_enabled
+    assert sd.pipeline.config.requires_safety_checker is False
+    index = json.loads((tiny_checkpoint("sd") / "model_index.json").read_text())
+    assert index["safety_checker"] == [None, None]
+
+
+def test_image_depends_only_on_its_prompt_and_seed(sd):
+    alone = sd.generate(["A photo of a nurse"], [11], num_inference_steps=STEPS, progress=False)[0]
+    prompts = ["A photo of a doctor", "A photo of a nurse", "A photo of a pilot"]
+    in_batch = sd.generate(prompts, [5, 11, 7], num_inference_steps=STEPS, batch_size=3, progress=False)
+    split = sd.generate(prompts, [5, 11, 7], num_inference_steps=STEPS, batch_size=2, progress=False)
+    assert np.array_equal(pixels(alone), pixels(in_batch[1]))
+    assert all(np.array_equal(pixels(a), pixels(b)) for a, b in zip(in_batch, split))
+    assert pixels(alone).std() > 0  # a real picture, not a blank one
+
+
+def test_seed_is_the_pipelines_own_cpu_generator_seed(sd):
+    """A recorded seed reproduces the image with the bare diffusers call."""
+    ours = sd.generate(["A photo of a teacher"], [123], num_inference_steps=STEPS, progress=False)[0]
+    with torch.inference_mode():
+        bare = sd.pipeline("A photo of a teacher", generator=torch.Generator("cpu").manual_seed(123),
+                           num_inference_steps=STEPS, guidance_scale=7.5).images[0]
+    assert np.array_equal(pixels(ours), pixels(bare))
+
+
+def test_different_seeds_give_different_images(sd):
+    first, second = sd.generate(["A photo of a nurse"] * 2, [1, 2], num_inference_steps=STEPS, progress=False)
+    assert np.abs(pixels(first) - pixels(second)).mean() > 1
+
+
+def test_guidance_and_prompt_change_the_image(sd):
+    a, b = sd.generate(["A photo of a nurse", "A photo of a ceo"], [3, 3], num_inference_steps=STEPS, progress=False)
+    assert not np.array_equal(pixels(a), pixels(b))
+
+
+def test_sizes_follow_height_and_width(sd):
+    assert sd.native_size == 32
+    (native,) = sd.generate(["a"], [0], num_inference_steps=2, progress=False)
+    assert native.size == (32, 32)
+    (wide,) = sd.generate(["a"], [0], num_inference_steps=2, height=48, width=64, progress=False)
+    assert wide.size == (64, 48) and wide.mode == "RGB"
+
+
+def test_one_seed_per_prompt_is_required(sd):
+    with pytest.raises(ValueError, match="one seed per prompt"):
+        sd.generate(["a", "b"], [1], num_inference_steps=2, progress=False)
+
+
+def test_generation_is_fast_on_cpu(sd):
+    sd.generate(["warm-up"], [0], num_inference_steps=STEPS, progress=False)
+    start = time.perf_counter()
+    sd.generate(["A photo of a nurse"] * 4, [0, 1, 2, 3], num_inference_steps=STEPS, batch_size=4, progress=False)
+    assert (time.perf_counter() - start) / 4 < 0.5
+
+
+def test_unavailable_hub_id_fails_fast_with_a_clear_message():
+    start = time.perf_counter()
+    with pytest.raises(OSError, match="no-such-org/no-such-pipeline") as error:
+        load_text_to_image("no-such-org/no-such-pipeline", device="cpu")
+    assert time.perf_counter() - start < 15
+    assert "download" in str(error.value)
