@@ -54,6 +54,8 @@ def test_demo_book_builds_offline(tmp_path):
                             cwd=project, env=env, capture_output=True, text=True, timeout=1500)
     log = result.stdout[-6000:] + result.stderr[-3000:]
     assert result.returncode == 0, log
+    warnings = [line for line in (result.stdout + result.stderr).splitlines() if "WARNING:" in line]
+    assert not warnings, "book build warnings:\n" + "\n".join(warnings[:20])
     network = tmp_path / "network.log"
     assert not network.exists() or not network.read_text().strip(), network.read_text()
 

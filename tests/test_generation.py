@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from vlbias.generation import generate_to_disk, read_manifest
+from vlbias.generation import generate_to_disk, prompt_jobs, read_manifest
 from vlbias.models.base import TextToImageModel
 
 
@@ -48,3 +48,11 @@ def test_changed_settings_are_refused(tmp_path):
     generate_to_disk(FakePipeline(), jobs(3), tmp_path, progress=False, num_inference_steps=2)
     with pytest.raises(ValueError, match="settings changed"):
         generate_to_disk(FakePipeline(), jobs(3), tmp_path, progress=False, num_inference_steps=2, guidance_scale=7.5)
+
+
+def test_prompt_jobs_seeds_are_stable_when_subjects_are_added():
+    two = prompt_jobs(["nurse", "pilot"], "A photo of a {profession}", 3, seed=2)
+    three = prompt_jobs(["nurse", "pilot", "cook"], "A photo of a {profession}", 3, seed=2)
+    assert two.equals(three.iloc[:6])
+    assert two.prompt.tolist()[3] == "A photo of a pilot" and two.seed.tolist() == [2000000, 2000001, 2000002, 2001000, 2001001, 2001002]
+    assert three.seed.is_unique

@@ -1,7 +1,11 @@
 import numpy as np
+import pytest
 import pandas as pd
 
-from vlbias.markedness import AGES, GENDERS, RACES, is_unmarked, label_prompts, unmarked_table
+from scipy import stats
+
+from vlbias.markedness import (AGES, GENDERS, RACES, is_unmarked, label_prompts, self_similarity_by_group,
+                              unmarked_rates)
 
 
 def test_label_prompts_follow_released_code():
@@ -23,8 +27,25 @@ def test_is_unmarked_requires_beating_every_label():
     assert is_unmarked(person, labels).tolist() == [True, False, False]
 
 
-def test_unmarked_table_rates():
-    records = pd.DataFrame({"race": ["A", "A", "B", "B", "B"]})
-    table = unmarked_table(records, {"race": np.array([1, 0, 1, 1, 1], bool)}, by="race")
-    assert table.loc["A", "race"] == 50.0 and table.loc["B", "race"] == 100.0
-    assert table["n"].tolist() == [2, 3]
+def test_unmarked_rates_with_wilson_intervals_in_label_order():
+    records = pd.DataFrame({"race": ["White", "White", "Black", "Black", "Black", "Indian"]})
+    table = unmarked_rates(records, np.array([1, 0, 1, 1, 1, 0], bool), by="race")
+    assert table["race"].tolist() == ["Indian", "White", "Black"]  # the paper's order, not alphabetical
+    assert table["n"].tolist() == [1, 2, 3]
+    assert table["unmarked_%"].tolist() == [0.0, 50.0, 100.0]
+    ci = stats.binomtest(1, 2).proportion_ci(method="wilson")
+    white = table.set_index("race").loc["White"]
+    assert white["ci_low_%"] == pytest.approx(100 * ci.low) and white["ci_high_%"] == pytest.approx(100 * ci.high)
+
+
+def test_self_similarity_by_group_against_all_pairs():
+    rng = np.random.default_rng(1)
+    records = pd.DataFrame({"gender": ["Male"] * 4 + ["Female"] * 3 + ["Male"], "age": ["3-9"] * 3 + ["0-2"] * 5})
+    x = rng.normal(size=(8, 5))
+    table = self_similarity_by_group(records, x, ["gender", "age"])
+    assert table[["gender", "age"]].values.tolist() == [["Female", "0-2"], ["Male", "0-2"], ["Male", "3-9"]]
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    for _, row in table.iterrows():
+        index = np.flatnonzero((records.gender == row.gender) & (records.age == row.age))
+        pairs = [unit[i] @ unit[j] for i in index for j in index if i != j]
+        assert row.n == len(index) and row.self_similarity == pytest.approx(np.mean(pairs))

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vlbias.stats import self_similarity, vrbs, wilson_interval
+from vlbias.stats import accuracy_summary, self_similarity, vrbs, wilson_interval
 
 
 def brute_force_self_similarity(x):
@@ -40,3 +40,10 @@ def test_vrbs_hand_worked():
     assert vrbs([0.5], [0.5]) == 1.0
     with pytest.raises(ValueError):
         vrbs([0.5, 0.2], [0.5])
+
+
+def test_accuracy_summary():
+    summary = accuracy_summary([True, True, False, True])
+    assert summary["n"] == 4 and summary["accuracy_%"] == 75.0
+    ci = stats.binomtest(3, 4).proportion_ci(method="wilson")
+    assert summary["ci_low_%"] == pytest.approx(100 * ci.low) and summary["ci_high_%"] == pytest.approx(100 * ci.high)

@@ -46,3 +46,16 @@ def published(name: str) -> pd.DataFrame:
     frame = pd.read_csv(StringIO(rows))
     frame.attrs["source"] = " ".join(comments)
     return frame
+
+
+def beside_published(ours: pd.DataFrame, published_table: pd.DataFrame, measure: str,
+                     on: dict[str, str], label: str = "published (paper)") -> pd.DataFrame:
+    """``ours`` with a column of the paper's numbers for ``measure``, matched on ``on``
+    (our column -> published column). Several published values for one row are joined with " / "
+    (papers sometimes state a number twice, differently); rows without one stay empty."""
+    rows = published_table[published_table["measure"] == measure]
+    text = rows.groupby(list(on.values()))["value"].agg(lambda v: " / ".join(f"{x:g}" for x in v))
+    keys = pd.MultiIndex.from_frame(ours[list(on)]) if len(on) > 1 else pd.Index(ours[next(iter(on))])
+    result = ours.copy()
+    result[label] = text.reindex(keys).fillna("").to_numpy()
+    return result

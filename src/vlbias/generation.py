@@ -20,6 +20,20 @@ from .models.base import TextToImageModel
 MANIFEST = "manifest.csv"
 
 
+def prompt_jobs(subjects: list[str], template: str, per_subject: int, seed: int = 0,
+                field: str = "profession") -> pd.DataFrame:
+    """``per_subject`` jobs per subject with the prompt ``template.format(**{field: subject})``.
+
+    Seeds are ``seed * 1_000_000 + subject_index * 1_000 + k``: distinct for up to 1,000 images
+    per subject, and a subject's seeds do not change when others are added after it.
+    """
+    if per_subject > 1_000:
+        raise ValueError("per_subject is at most 1,000 with this seed layout")
+    return pd.DataFrame([{field: subject, "prompt": template.format(**{field: subject}),
+                          "seed": seed * 1_000_000 + i * 1_000 + k}
+                         for i, subject in enumerate(subjects) for k in range(per_subject)])
+
+
 def job_file_name(job_id: int, seed: int) -> str:
     return f"{job_id:06d}_seed{seed}.png"
 

@@ -47,11 +47,37 @@ def is_unmarked(person_scores: np.ndarray, label_scores: np.ndarray) -> np.ndarr
     return person_scores > label_scores.max(axis=1)
 
 
-def unmarked_table(records: pd.DataFrame, unmarked: dict[str, np.ndarray], by: str) -> pd.DataFrame:
-    """Unmarked rate (percent) per group of ``records[by]``, one column per family."""
-    frame = pd.DataFrame({family: np.asarray(flags, dtype=float) for family, flags in unmarked.items()})
-    # group by the labels themselves: a family may share its name with the grouping column
-    grouped = frame.groupby(records[by].to_numpy(), sort=False)
-    table = grouped.mean().mul(100)
-    table.insert(0, "n", grouped.size())
-    return table.rename_axis(by)
+def _in_label_order(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Rows in the paper's label order (RACES, GENDERS, AGES), unknown labels last."""
+    order = {label: i for i, label in enumerate(RACES + GENDERS + AGES)}
+    return frame.sort_values(column, key=lambda c: c.map(order).fillna(len(order)), kind="stable", ignore_index=True)
+
+
+def self_similarity_by_group(records: pd.DataFrame, embeddings: np.ndarray, by: str | list[str]) -> pd.DataFrame:
+    """Self-similarity of every group of ``records[by]`` (groups of one image are left out)."""
+    from .stats import self_similarity
+
+    keys = [by] if isinstance(by, str) else list(by)
+    rows = []
+    for group, index in records.groupby(keys).indices.items():
+        if len(index) > 1:
+            group = group if isinstance(group, tuple) else (group,)
+            rows.append({**dict(zip(keys, group)), "n": len(index),
+                         "self_similarity": self_similarity(embeddings[index])})
+    frame = pd.DataFrame(rows)
+    for key in reversed(keys):
+        frame = _in_label_order(frame, key)
+    return frame
+
+
+def unmarked_rates(records: pd.DataFrame, unmarked: np.ndarray, by: str, confidence: float = 0.95) -> pd.DataFrame:
+    """Unmarked rate (percent) per group of ``records[by]``, with a Wilson interval."""
+    from .stats import wilson_interval
+
+    flags = pd.Series(np.asarray(unmarked, dtype=bool))
+    grouped = flags.groupby(records[by].to_numpy())
+    frame = pd.DataFrame({"n": grouped.size(), "unmarked": grouped.sum()}).rename_axis(by).reset_index()
+    low, high = wilson_interval(frame["unmarked"].to_numpy(), frame["n"].to_numpy(), confidence)
+    frame["unmarked_%"] = 100 * frame["unmarked"] / frame["n"]
+    frame["ci_low_%"], frame["ci_high_%"] = 100 * low, 100 * high
+    return _in_label_order(frame.drop(columns="unmarked"), by)

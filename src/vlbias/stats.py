@@ -44,3 +44,11 @@ def vrbs(model_share, reference_share) -> float:
     if p.shape != q.shape or p.size == 0:
         raise ValueError(f"shares must be non-empty and of one shape, got {p.shape} and {q.shape}")
     return float(1.0 - np.mean(np.abs(p - q)))
+
+
+def accuracy_summary(correct, confidence: float = 0.95) -> dict[str, float]:
+    """n, accuracy and its Wilson interval, in percent, for an array of booleans."""
+    correct = np.asarray(correct, dtype=bool)
+    low, high = wilson_interval(int(correct.sum()), correct.size, confidence)
+    return {"n": int(correct.size), "accuracy_%": 100 * float(correct.mean()) if correct.size else float("nan"),
+            "ci_low_%": 100 * low, "ci_high_%": 100 * high}
