@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from vlbias.stats import self_similarity
+from vlbias.metrics import self_similarity
 
 
 def gram_matrix_self_similarity(x: np.ndarray) -> float:

@@ -55,7 +55,7 @@ def _in_label_order(frame: pd.DataFrame, column: str) -> pd.DataFrame:
 
 def self_similarity_by_group(records: pd.DataFrame, embeddings: np.ndarray, by: str | list[str]) -> pd.DataFrame:
     """Self-similarity of every group of ``records[by]`` (groups of one image are left out)."""
-    from .stats import self_similarity
+    from .metrics import self_similarity
 
     keys = [by] if isinstance(by, str) else list(by)
     rows = []

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .base import (CaptionDataset, DatasetNotFoundError, file_sha256, files_listing_hash, make_identity,
-                   stat_image_files)
-from .registry import not_found_message, register_dataset
+from .base import CaptionDataset, DatasetNotFoundError, file_sha256, make_identity
+from .registry import not_found_message, register_dataset, require_image_files
 
 SPLITS = {"val": "val2017", "val2017": "val2017", "train": "train2017", "train2017": "train2017"}
 
@@ -54,14 +53,7 @@ def load_coco(root: Path, split=None) -> CaptionDataset:
         "captions": [captions.get(image["id"], []) for image in images],
     })
 
-    sizes, missing = stat_image_files(root, records["file"])
-    if missing:
-        raise DatasetNotFoundError(not_found_message(
-            "coco", root,
-            [f"{len(missing)} of the {len(records)} images in {annotation_file.name} are missing, "
-             f"e.g. {', '.join(missing[:3])}"],
-            _how_to_get(split)))
-    identity = make_identity("coco", "captions", split, file_sha256(annotation_file),
-                             files_listing_hash(records["file"].tolist(), sizes))
+    listing = require_image_files("coco", root, records["file"], f"in {annotation_file.name}", _how_to_get(split))
+    identity = make_identity("coco", "captions", split, file_sha256(annotation_file), listing)
     return CaptionDataset("coco", split, root, records, identity,
                           caption_ids=[caption_ids.get(image["id"], []) for image in images])

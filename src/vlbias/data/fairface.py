@@ -26,9 +26,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 from PIL import Image
 
-from .base import (DatasetNotFoundError, ImageDataset, FileImageDataset, file_sha256, files_listing_hash,
-                   make_identity, open_rgb, sha256_hex, stat_image_files)
-from .registry import not_found_message, register_dataset
+from .base import (DatasetNotFoundError, FileImageDataset, ImageDataset, file_sha256, make_identity, open_rgb,
+                   sha256_hex)
+from .registry import not_found_message, register_dataset, require_image_files
 
 # ClassLabel orders of HuggingFaceM4/FairFace (also the natural order for plots and tables).
 AGES = ["0-2", "3-9", "10-19", "20-29", "30-39", "40-49", "50-59", "60-69", "more than 70"]
@@ -104,15 +104,9 @@ def _load_csv_layout(root: Path, split: str, padding: str, label_file: Path) -> 
         raise ValueError(f"{label_file}: service_test must be True/False")
     records = _finalize(records, label_file)
 
-    sizes, missing = stat_image_files(root, records["file"])
-    if missing:
-        raise DatasetNotFoundError(not_found_message(
-            "fairface", root,
-            [f"{len(missing)} of the {len(records)} images listed in {label_file.name} are missing, "
-             f"e.g. {', '.join(missing[:3])}"],
-            _how_to_get(padding)))
-    identity = make_identity("fairface", padding, split, file_sha256(label_file),
-                             files_listing_hash(records["file"].tolist(), sizes))
+    listing = require_image_files("fairface", root, records["file"], f"listed in {label_file.name}",
+                                  _how_to_get(padding))
+    identity = make_identity("fairface", padding, split, file_sha256(label_file), listing)
     return FileImageDataset("fairface", split, root, records, identity)
 
 

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .base import (CaptionDataset, DatasetNotFoundError, file_sha256, files_listing_hash, make_identity,
-                   stat_image_files)
-from .registry import not_found_message, register_dataset
+from .base import CaptionDataset, DatasetNotFoundError, file_sha256, make_identity
+from .registry import not_found_message, register_dataset, require_image_files
 
 KARPATHY_SPLITS = ("train", "val", "test")
 IMAGE_DIR = "flickr30k-images"
@@ -49,15 +48,8 @@ def load_flickr30k(root: Path, split=None) -> CaptionDataset:
         "captions": [[sentence["raw"] for sentence in image["sentences"]] for image in images],
     })
 
-    sizes, missing = stat_image_files(root, records["file"])
-    if missing:
-        raise DatasetNotFoundError(not_found_message(
-            "flickr30k", root,
-            [f"{len(missing)} of the {len(records)} images of split {'+'.join(splits)} are missing, "
-             f"e.g. {', '.join(missing[:3])}"],
-            HOW_TO_GET))
+    listing = require_image_files("flickr30k", root, records["file"], f"of split {'+'.join(splits)}", HOW_TO_GET)
     split_name = "+".join(s for s in KARPATHY_SPLITS if s in splits)
-    identity = make_identity("flickr30k", "karpathy", split_name, file_sha256(annotation_file),
-                             files_listing_hash(records["file"].tolist(), sizes))
+    identity = make_identity("flickr30k", "karpathy", split_name, file_sha256(annotation_file), listing)
     return CaptionDataset("flickr30k", split_name, root, records, identity,
                           caption_ids=[[sentence["sentid"] for sentence in image["sentences"]] for image in images])

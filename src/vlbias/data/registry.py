@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..paths import cache_dir, data_dir
-from .base import DatasetNotFoundError, ImageDataset
+from .base import DatasetNotFoundError, ImageDataset, files_listing_hash, stat_image_files
 
 #: name -> loader(root: Path, split, **options) -> ImageDataset
 DATASETS: dict[str, Callable[..., ImageDataset]] = {}
@@ -126,3 +126,17 @@ def not_found_message(name: str, root: Path, expected: list[str], how_to_get: li
         "a small synthetic stand-in in the same format.",
     ]
     return "\n".join(lines)
+
+
+def require_image_files(name: str, root: Path, files, listed_where: str, how_to_get: list[str]) -> str:
+    """Check that every listed image file exists; return the hash of the (file, size) listing.
+
+    A missing file raises DatasetNotFoundError saying how many are missing and how to get them.
+    """
+    files = list(files)
+    sizes, missing = stat_image_files(root, files)
+    if missing:
+        raise DatasetNotFoundError(not_found_message(
+            name, root, [f"{len(missing)} of the {len(files)} images {listed_where} are missing, "
+                         f"e.g. {', '.join(missing[:3])}"], how_to_get))
+    return files_listing_hash(files, sizes)

@@ -7,7 +7,6 @@ chosen for speed on a CPU (width 32, two layers, 32-pixel images), not for meani
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
@@ -37,6 +36,12 @@ def _tower(**overrides) -> dict:
     return config
 
 
+def _clip_text_tower(vocab_size: int) -> dict:
+    # eos_token_id other than 2 makes CLIP pool at the first end-of-text token, as new configs do
+    return _tower(vocab_size=vocab_size, max_position_embeddings=77, bos_token_id=0, eos_token_id=1,
+                  pad_token_id=1)
+
+
 def _clip_tokenizer(directory: Path):
     """A CLIPTokenizer over the byte-level vocabulary, capped at CLIP's 77 tokens."""
     from transformers import CLIPTokenizer
@@ -59,9 +64,7 @@ def build_tiny_clip(directory: Path) -> None:
     from transformers import CLIPConfig, CLIPModel, CLIPProcessor
 
     tokenizer, vocab_size = _clip_tokenizer(directory)
-    # eos_token_id other than 2 makes CLIP pool at the first end-of-text token, as new configs do
-    text = _tower(vocab_size=vocab_size, max_position_embeddings=77, bos_token_id=0, eos_token_id=1,
-                  pad_token_id=1)
+    text = _clip_text_tower(vocab_size)
     vision = _tower(image_size=IMAGE_SIZE, patch_size=PATCH_SIZE)
     torch.manual_seed(SEED)
     model = CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=PROJECTION))
@@ -166,8 +169,7 @@ def build_tiny_groupvit(directory: Path) -> None:
     from transformers import CLIPProcessor, GroupViTConfig, GroupViTModel
 
     tokenizer, vocab_size = _clip_tokenizer(directory)
-    text = _tower(vocab_size=vocab_size, max_position_embeddings=77, bos_token_id=0, eos_token_id=1,
-                  pad_token_id=1)
+    text = _clip_text_tower(vocab_size)
     vision = _tower(image_size=IMAGE_SIZE, patch_size=PATCH_SIZE, depths=[1, 1], num_group_tokens=[8, 0],
                     num_output_groups=[4, 4])
     torch.manual_seed(SEED)

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vlbias.stats import accuracy_summary, self_similarity, vrbs, wilson_interval
+from vlbias.metrics import self_similarity, vrbs
+from vlbias.stats import accuracy_summary, wilson_interval
 
 
 def brute_force_self_similarity(x):
