@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
 from PIL import Image
-from tqdm import tqdm  # text bars: widgets would need ipywidgets
 
 from ..device import resolve_device, resolve_dtype
+from ._batching import batches
 from .base import ImageTextModel
 from .spec import ModelSpec, parse_spec
 from .tiny import tiny_checkpoint
@@ -29,15 +29,6 @@ class ModelUnavailableError(OSError):
 
 
 # --------------------------------------------------------------------------- shared helpers
-
-
-def _batches(items: Sequence, batch_size: int, progress: bool, desc: str) -> Iterator[list]:
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
-    items = list(items)
-    starts = range(0, len(items), batch_size)
-    for start in tqdm(starts, desc=desc, disable=not progress or len(starts) <= 1, leave=False):
-        yield items[start:start + batch_size]
 
 
 def _as_rgb(images: Sequence[Image.Image]) -> list[Image.Image]:
@@ -112,7 +103,7 @@ class DualEncoder(_ImageTextBase):
                 progress: bool, desc: str) -> np.ndarray:
         chunks = []
         with torch.inference_mode():
-            for batch in _batches(items, batch_size, progress, desc):
+            for batch in batches(items, batch_size, progress, desc):
                 # normalise in float32: fp16 norms lose digits the cosines need
                 embeddings = embed(batch).float()
                 embeddings = embeddings / embeddings.norm(dim=-1, keepdim=True)
@@ -166,7 +157,7 @@ class PairwiseMatcher(_ImageTextBase):
                      progress: bool) -> np.ndarray:
         logits = []
         with torch.inference_mode():
-            for batch in _batches(pairs, batch_size, progress, "pairs"):
+            for batch in batches(pairs, batch_size, progress, "pairs"):
                 batch_logits = self._match([images[i] for i, _ in batch], [text for _, text in batch])
                 logits.append(batch_logits.float().reshape(-1).cpu().numpy())
         return np.concatenate(logits).astype(np.float32) if logits else np.zeros(0, np.float32)

@@ -36,9 +36,9 @@ from typing import Sequence
 
 import numpy as np
 import torch
-from tqdm import tqdm  # text bars: widgets would need ipywidgets
 
 from ..device import resolve_device, resolve_dtype
+from ._batching import batches
 from .base import LanguageModel
 from .spec import parse_spec
 from .tiny import register_tiny, tiny_checkpoint
@@ -151,14 +151,6 @@ def split_at_slot(context: str, slot: str) -> tuple[str, str]:
         raise ValueError(f"Each context needs exactly one {slot}: {context!r}")
     before, after = context.split(slot)
     return before, after
-
-
-def batches(items: Sequence, size: int, progress: bool, description: str):
-    """Consecutive slices of ``items`` with a progress bar over batches."""
-    size = max(1, size)
-    starts = range(0, len(items), size)
-    for start in tqdm(starts, desc=description, disable=not progress or len(starts) <= 1):
-        yield items[start:start + size]
 
 
 def pad_right(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
