@@ -13,11 +13,12 @@ OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZ
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt requirements-lock.txt pyproject.toml
+$(STAMP): requirements.txt requirements-nodeps.txt requirements-lock.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "vlbias needs Python 3.11 (set PYTHON=/path/to/python3.11)")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt -c requirements-lock.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 

@@ -48,6 +48,14 @@ def test_changed_settings_are_refused(tmp_path):
     generate_to_disk(FakePipeline(), jobs(3), tmp_path, progress=False, num_inference_steps=2)
     with pytest.raises(ValueError, match="settings changed"):
         generate_to_disk(FakePipeline(), jobs(3), tmp_path, progress=False, num_inference_steps=2, guidance_scale=7.5)
+    with pytest.raises(ValueError, match="num_inference_steps=.*settings changed"):
+        generate_to_disk(FakePipeline(), jobs(3), tmp_path, progress=False, num_inference_steps=4)
+    generate_to_disk(FakePipeline(), jobs(3), tmp_path / "none", progress=False, num_inference_steps=2, height=None)
+    generate_to_disk(FakePipeline(), jobs(4), tmp_path / "none", progress=False, num_inference_steps=2, height=None)
+    other_model = FakePipeline()
+    other_model.spec = "fake:other"
+    with pytest.raises(ValueError, match="model=.*settings changed"):
+        generate_to_disk(other_model, jobs(3), tmp_path, progress=False, num_inference_steps=2)
 
 
 def test_prompt_jobs_seeds_are_stable_when_subjects_are_added():
@@ -56,3 +64,54 @@ def test_prompt_jobs_seeds_are_stable_when_subjects_are_added():
     assert two.equals(three.iloc[:6])
     assert two.prompt.tolist()[3] == "A photo of a pilot" and two.seed.tolist() == [2000000, 2000001, 2000002, 2001000, 2001001, 2001002]
     assert three.seed.is_unique
+
+
+def test_a_folder_holding_other_jobs_is_refused_and_a_prefix_is_reused(tmp_path):
+    generate_to_disk(FakePipeline(), jobs(6), tmp_path, progress=False, num_inference_steps=2)
+    shorter = FakePipeline()
+    manifest = generate_to_disk(shorter, jobs(4), tmp_path, progress=False, num_inference_steps=2)
+    assert shorter.calls == [] and manifest.job_id.tolist() == [0, 1, 2, 3]
+    reseeded = jobs(6).assign(seed=lambda j: j.seed + 1)
+    with pytest.raises(ValueError, match="job list changed"):
+        generate_to_disk(FakePipeline(), reseeded, tmp_path, progress=False, num_inference_steps=2)
+
+
+def test_killed_real_pipeline_resumes_to_the_same_files(tmp_path):
+    """tiny:sd killed after its first batch: the rerun draws only the rest, and every file equals
+    the one an uninterrupted run writes."""
+    from vlbias.models import load_text_to_image
+
+    sd = load_text_to_image("tiny:sd", device="cpu")
+    work = prompt_jobs(["nurse", "plumber"], "A photo of a {profession}", 3, seed=1)
+    settings = dict(num_inference_steps=2, height=32, width=32)
+    generate_to_disk(sd, work, tmp_path / "whole", batch_size=2, progress=False, **settings)
+
+    class DiesAfterOneBatch:
+        spec, calls = sd.spec, 0
+
+        def generate(self, prompts, seeds, **kwargs):
+            DiesAfterOneBatch.calls += 1
+            if DiesAfterOneBatch.calls > 1:
+                raise KeyboardInterrupt("simulated kill")
+            return sd.generate(prompts, seeds, **kwargs)
+
+    with pytest.raises(KeyboardInterrupt):
+        generate_to_disk(DiesAfterOneBatch(), work, tmp_path / "resumed", batch_size=2, progress=False, **settings)
+    assert len(read_manifest(tmp_path / "resumed")) == 2
+    manifest = generate_to_disk(sd, work, tmp_path / "resumed", batch_size=2, progress=False, **settings)
+    for name in manifest.file:
+        whole = np.asarray(Image.open(tmp_path / "whole" / name))
+        assert np.array_equal(whole, np.asarray(Image.open(tmp_path / "resumed" / name))), name
+    assert manifest.seed.tolist() == work.seed.tolist()
+
+
+def test_run_directory_and_lazy_image_files(tmp_path):
+    from vlbias.generation import ImageFiles, run_directory
+
+    assert run_directory("out", "CompVis/stable-diffusion-v1-4", "cads(s=0.1,psi=1)").as_posix() == \
+        "out/CompVis_stable-diffusion-v1-4/cads_s=0.1,psi=1"
+    manifest = generate_to_disk(FakePipeline(), jobs(3), tmp_path, progress=False, num_inference_steps=2)
+    files = ImageFiles(manifest, tmp_path)
+    assert len(files) == 3 and files[1].mode == "RGB" and len(files[0:2]) == 2
+    other = generate_to_disk(FakePipeline(), jobs(3), tmp_path / "b", progress=False, num_inference_steps=3)
+    assert ImageFiles(other, tmp_path / "b").identity != files.identity

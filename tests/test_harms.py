@@ -1,6 +1,9 @@
 import numpy as np
+import pandas as pd
 import pytest
+from scipy import stats
 
+from vlbias import harms
 from vlbias.harms import pronoun_shares
 from vlbias.models.base import LanguageModel
 
@@ -28,3 +31,143 @@ def test_pronoun_shares_renormalise_then_average_templates():
     assert shares.loc[0, "P(she)"] == pytest.approx(0.5) and shares.loc[0, "P(he)"] == pytest.approx(0.5)
     with pytest.raises(ValueError, match="template needs"):
         pronoun_shares(TableLM(table), ["nurse"], ["no slot here {occupation}"], ["she"])
+
+
+# --------------------------------------------------------------------------- stereotyping on real paths
+
+class SentenceLM(TableLM):
+    """sequence_logprob from a table of whole sentences."""
+
+    def __init__(self, sentences):
+        self.sentences = sentences
+
+    def sequence_logprob(self, texts, batch_size=16, progress=True):
+        return np.log([self.sentences[t] for t in texts])
+
+
+def test_sentence_scoring_fills_capitalises_and_normalises():
+    lm = SentenceLM({"The nurse left because she was ill.": 0.03, "The nurse left because he was ill.": 0.01,
+                     "She is a nurse.": 0.2, "He is a nurse.": 0.2})
+    shares = harms.sentence_pronoun_shares(lm, ["nurse"], ["The {occupation} left because {slot} was ill.",
+                                                           "{slot} is a {occupation}."], ["she", "he"], progress=False)
+    # template 1: 0.75, template 2: 0.5 -> mean 0.625
+    assert shares.loc[0, "P(she)"] == pytest.approx(0.625)
+
+
+def test_stereotyping_table_female_share_and_gap():
+    table = {("The nurse said {slot} left.", p): v for p, v in (("she", 0.6), ("he", 0.2), ("they", 0.2))}
+    result = harms.stereotyping_table(TableLM(table), ["nurse"], [0.9], ["The {occupation} said {slot} left."],
+                                      progress=False)
+    assert result.loc[0, "model female share"] == pytest.approx(0.75)
+    assert result.loc[0, "gap"] == pytest.approx(-0.15) and result.loc[0, "direction"] == "under"
+    with pytest.raises(ValueError, match="scoring"):
+        harms.stereotyping_table(TableLM(table), ["nurse"], [0.9], ["x {occupation} {slot}"], scoring="bogus")
+
+
+def test_stereotyping_on_a_tiny_masked_model_runs_end_to_end():
+    from vlbias.models import load_language_model
+
+    lm = load_language_model("tiny:mlm", device="cpu")
+    table = harms.stereotyping_table(lm, ["nurse", "doctor", "pilot"], [0.9, 0.4, 0.1],
+                                     ["the {occupation} said that {slot} was late."], progress=False)
+    shares = table[["P(she)", "P(he)", "P(they)"]].to_numpy()
+    np.testing.assert_allclose(shares.sum(axis=1), 1.0)
+    assert ((table["model female share"] > 0) & (table["model female share"] < 1)).all()
+
+
+def test_amplification_slope_planted_and_interval_matches_scipy():
+    real = np.linspace(0.05, 0.95, 20)
+    noise = np.random.default_rng(0).normal(scale=0.02, size=20)
+    model = 0.5 + 1.4 * (real - 0.5) + noise  # planted amplification, slope 1.4
+    result = harms.amplification_slope(model, real)
+    fit = stats.linregress(real, model)
+    half = stats.t.ppf(0.975, 18) * fit.stderr
+    assert result["slope"] == pytest.approx(fit.slope)
+    assert result["slope_low"] == pytest.approx(fit.slope - half)
+    assert result["slope_low"] > 1.0 and result["slope_high"] < 1.8  # amplification detected, planted value inside
+    assert result["slope_low"] < 1.4 < result["slope_high"]
+
+
+def test_gap_direction_rounds_before_comparing():
+    assert harms.gap_direction([0.11 - 0.16, 0.06, -0.0501, 0.0]) == ["near", "over", "near", "near"]
+    assert harms.gap_direction([-0.06]) == ["under"]
+
+
+# --------------------------------------------------------------------------- erasure
+
+def test_protagonist_gender_rules():
+    text = "She helped the man. He thanked her and his son waved."
+    assert harms.protagonist_gender(text) == "female"            # first gendered word
+    assert harms.protagonist_gender(text, rule="majority") == "male"  # he, his, man, son vs she, her
+    assert harms.protagonist_gender("Alex fixed the bug.") == "undetermined"
+    assert harms.protagonist_gender("Herbert shed a tear", rule="majority") == "undetermined"  # no substrings
+
+
+def test_erasure_from_texts_counts_shares_and_wilson_intervals():
+    from vlbias.stats import wilson_interval
+
+    texts = ["she"] * 3 + ["he"] * 1 + ["nobody"] * 2
+    stories = pd.DataFrame({"scenario": "nurse", "sample": range(6), "text": texts})
+    table = harms.erasure_from_texts(stories, {"female": 0.5, "male": 0.5}).set_index("group")
+    assert table.loc["female", "n_detected"] == 4 and table.loc["female", "n_undetermined"] == 2
+    assert table.loc["female", "share"] == pytest.approx(0.75)
+    assert table.loc["female", "erasure_index"] == pytest.approx(0.25)
+    low, high = wilson_interval(1, 4)
+    assert table.loc["male", "index_low"] == pytest.approx(low - 0.5)
+    assert table.loc["male", "index_high"] == pytest.approx(high - 0.5)
+
+
+def test_generate_stories_on_tiny_causal_lm_is_seeded_and_cached(isolated_cache):
+    from vlbias.models import load_language_model
+
+    lm = load_language_model("tiny:causal-lm", device="cpu")
+    scenarios = {"nurse": "the nurse", "pilot": "the pilot"}
+    first = harms.generate_stories(lm, scenarios, 3, max_new_tokens=5, seed=1, progress=False)
+    assert list(first.scenario) == ["nurse"] * 3 + ["pilot"] * 3
+    cached = list((isolated_cache / "texts").rglob("texts.json"))
+    assert len(cached) == 2
+    again = harms.generate_stories(lm, scenarios, 3, max_new_tokens=5, seed=1, progress=False)
+    pd.testing.assert_frame_equal(first, again)
+
+
+# --------------------------------------------------------------------------- toxicity asymmetry
+
+def test_false_positive_rates_counts_and_ratio():
+    standard = np.array([0.0, 0.2, 0.0, 0.0, 0.3, 0.0])
+    aave = np.array([0.2, 0.3, 0.2, 0.0, 0.2, 0.2])
+    table = harms.false_positive_rates(standard, aave, [0.1, 0.25, 0.5], n_bootstrap=2000).set_index("threshold")
+    assert table.loc[0.1, "fpr_standard"] == pytest.approx(2 / 6) and table.loc[0.1, "fpr_aave"] == pytest.approx(5 / 6)
+    assert table.loc[0.1, "ratio"] == pytest.approx(2.5)
+    assert table.loc[0.1, "ratio_low"] <= 2.5 <= table.loc[0.1, "ratio_high"]
+    # one standard sentence flagged at 0.25: resamples without it make the upper end infinite
+    assert table.loc[0.25, "ratio"] == pytest.approx(1.0) and np.isinf(table.loc[0.25, "ratio_high"])
+    # nothing flagged in standard English: no ratio, an honest statement instead of 1e9
+    assert np.isnan(table.loc[0.5, "ratio"]) and table.loc[0.5, "statement"].startswith("no ratio: 0 of 6")
+    # a score at the threshold counts as flagged (the chapter's `s >= threshold`)
+    at_threshold = harms.false_positive_rates([0.15, 0.0], [0.15, 0.15], [0.15]).iloc[0]
+    assert at_threshold.flagged_standard == 1 and at_threshold.flagged_aave == 2
+
+
+def test_dialect_pairs_data_file():
+    pairs = harms.dialect_pairs()
+    assert len(pairs) >= 60 and (pairs.source == "chapter").sum() == 6
+    assert pairs.standard.is_unique and pairs.aave.is_unique
+    assert (pairs.standard != pairs.aave).all()
+
+
+def test_cached_scores_are_reused_and_keyed_by_texts(isolated_cache):
+    calls = []
+
+    class CountingLM(TableLM):
+        spec = "fake:counting-lm"
+
+        def fill_logprobs(self, contexts, candidates, batch_size=16, progress=True):
+            calls.append(len(contexts))
+            return super().fill_logprobs(contexts, candidates)
+
+    table = {("The pilot said {slot} left.", "she"): 0.2, ("The pilot said {slot} left.", "he"): 0.6}
+    first = pronoun_shares(CountingLM(table), ["pilot"], ["The {occupation} said {slot} left."], ["she", "he"],
+                           cache=True, progress=False)
+    again = pronoun_shares(CountingLM(table), ["pilot"], ["The {occupation} said {slot} left."], ["she", "he"],
+                           cache=True, progress=False)
+    assert calls == [1] and first.equals(again) and first.loc[0, "P(she)"] == pytest.approx(0.25)

@@ -127,7 +127,7 @@ def test_unavailable_hub_ids_fail_fast_and_say_what_to_do(spec):
     start = time.perf_counter()
     with pytest.raises(ModelUnavailableError) as caught:
         load_image_text_model(spec)
-    assert time.perf_counter() - start < 10
+    assert time.perf_counter() - start < 60  # offline hub calls must not retry for minutes
     message = str(caught.value)
     assert repr(spec) in message
     assert "no local copy" in message and "network access" in message and "local checkpoint directory" in message

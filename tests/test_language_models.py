@@ -77,7 +77,7 @@ def test_unavailable_hub_id_fails_fast_with_a_clear_message():
     start = time.perf_counter()
     with pytest.raises(OSError, match="no-such-org/no-such-model") as error:
         load_language_model("no-such-org/no-such-model", device="cpu")
-    assert time.perf_counter() - start < 15
+    assert time.perf_counter() - start < 60  # offline hub calls must not retry for minutes
     assert "download" in str(error.value)
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from PIL import Image
@@ -40,16 +42,44 @@ def _require_embeddings(model: ImageTextModel) -> None:
         raise TypeError(f"{model.spec} is a {model.kind} model without embeddings; use model.score(...) instead")
 
 
+def default_decode_workers() -> int:
+    """Threads that decode images while the model runs: JPEG decoding releases the GIL."""
+    return min(8, os.cpu_count() or 1)
+
+
+def decoded_batches(images: Sequence[Image.Image], start: int, stop: int, batch_size: int,
+                    pool: ThreadPoolExecutor | None) -> Iterator[list[Image.Image]]:
+    """``images[start:stop]`` in batches, decoded by ``pool`` ahead of the batch being consumed.
+
+    Every image of the range is submitted at once and batches are yielded in order as their
+    images arrive, so the pool keeps decoding while the caller encodes the previous batch.
+    Without a pool the images are read one after another.
+    """
+    if pool is None:
+        for begin in range(start, stop, batch_size):
+            yield [images[i] for i in range(begin, min(stop, begin + batch_size))]
+        return
+    futures = [pool.submit(images.__getitem__, i) for i in range(start, stop)]
+    try:
+        for begin in range(0, len(futures), batch_size):
+            yield [future.result() for future in futures[begin:begin + batch_size]]
+    finally:
+        for future in futures:  # on an error or an early stop, drop what was not started
+            future.cancel()
+
+
 def embed_images(model: ImageTextModel, dataset_or_images, dataset_identity: str | None = None,
                  batch_size: int = 32, chunk_size: int = 512, cache: bool = True,
-                 progress: bool = True) -> np.ndarray:
+                 progress: bool = True, decode_workers: int | None = None) -> np.ndarray:
     """(n_images, dim) float32 L2-normalised embeddings, cached per chunk of ``chunk_size`` images.
 
     ``dataset_or_images`` is a data set from :func:`vlbias.data.load_dataset`, its
     ``images(indices)``, or any sequence of PIL images. Data sets carry their own identity; for
     other sequences pass ``dataset_identity`` or the pixels are hashed (fine for small lists).
-    A chunk is handed to ``model.encode_images`` at once and backends may decode all of it, so
-    ``chunk_size`` also bounds memory (512 FairFace images at 448x448 RGB: about 300 MB).
+    ``decode_workers`` threads (default :func:`default_decode_workers`; 0 or 1: none) read and
+    decode the images of a chunk in parallel, ahead of the batch of ``batch_size`` the model is
+    encoding; a whole chunk may be decoded ahead, so ``chunk_size`` also bounds memory (512 FairFace
+    images at 448x448 RGB: about 300 MB).
     """
     _require_embeddings(model)
     if hasattr(dataset_or_images, "images") and hasattr(dataset_or_images, "identity"):
@@ -63,12 +93,22 @@ def embed_images(model: ImageTextModel, dataset_or_images, dataset_identity: str
     key_parts = {"what": "image-embeddings", "version": EMBEDDING_CACHE_VERSION, "model": getattr(model, "weights_id", model.spec),
                  "preprocess": model.preprocess_id, "images": identity, "n_items": len(images)}
 
-    def compute(start: int, stop: int) -> np.ndarray:
-        return np.asarray(model.encode_images(images[start:stop], batch_size=batch_size, progress=False),
-                          dtype=np.float32)
+    workers = default_decode_workers() if decode_workers is None else int(decode_workers)
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="decode") if workers > 1 else None
 
-    return compute_chunked(key_parts, len(images), compute, chunk_size=chunk_size, progress=progress,
-                           cache=cache, desc=f"image embeddings ({model.spec})")
+    def compute(start: int, stop: int) -> np.ndarray:
+        parts = [np.asarray(model.encode_images(batch, batch_size=batch_size, progress=False), dtype=np.float32)
+                 for batch in decoded_batches(images, start, stop, batch_size, pool)]
+        if not parts:  # an empty range: let the model say what an empty result looks like
+            return np.asarray(model.encode_images([], batch_size=batch_size, progress=False), dtype=np.float32)
+        return np.concatenate(parts)
+
+    try:
+        return compute_chunked(key_parts, len(images), compute, chunk_size=chunk_size, progress=progress,
+                               cache=cache, desc=f"image embeddings ({model.spec})")
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def embed_texts(model: ImageTextModel, texts: Sequence[str], batch_size: int = 256, chunk_size: int = 4096,

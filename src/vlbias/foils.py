@@ -84,3 +84,73 @@ def foil_first_matching_caption(records: pd.DataFrame, vocabulary: Iterable[str]
         if max_images is not None and len(rows) >= max_images:
             break
     return pd.DataFrame(rows, columns=["index", "image_id", "caption", "foil", "replaced"])
+
+
+# --------------------------------------------------------------------------- k distinct foils
+
+
+def _same_word(a: str, b: str, aliases: Mapping[str, str]) -> bool:
+    canonical = {k.lower(): v.lower() for k, v in aliases.items()}
+    return canonical.get(a.lower(), a.lower()) == canonical.get(b.lower(), b.lower())
+
+
+def distinct_foils(text: str, alternatives: Mapping[str, list[str]], k: int, rng: np.random.Generator,
+                   vocabulary: Iterable[str] | None = None) -> list[tuple[str, dict[str, str]]]:
+    """Up to ``k`` foils of ``text``, distinct from each other and from ``text``.
+
+    Every distinct vocabulary word found in ``text`` is replaced (all occurrences, keeping their
+    casing) by one of its ``alternatives[word]``. The foils are ``k`` different combinations drawn
+    without replacement, uniformly, from all combinations, so there are fewer than ``k`` only when
+    fewer combinations exist (a man<->woman swap has one). Returns ``[(foil, mapping), ...]``;
+    empty when ``text`` holds no vocabulary word.
+    """
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    lowered = {word.lower(): list(choices) for word, choices in alternatives.items()}
+    found = list(dict.fromkeys(find_words(text, vocabulary if vocabulary is not None else lowered)))
+    found = [word for word in found if lowered.get(word)]
+    if not found:
+        return []
+    radices = [len(lowered[word]) for word in found]
+    total = int(np.prod(radices, dtype=object))
+    # draw combination numbers without replacement and decode them in mixed radix: uniform, exact,
+    # and never materialises the (possibly large) product
+    picks = rng.choice(total, size=min(k, total), replace=False) if total < 2**62 else \
+        _distinct_large(rng, total, k)
+    foils, seen = [], {text.lower()}
+    for number in picks:
+        number, mapping = int(number), {}
+        for word, radix in zip(found, radices):
+            number, digit = divmod(number, radix)
+            mapping[word] = lowered[word][digit]
+        foil = replace_words(text, mapping)
+        if foil.lower() not in seen:  # alternatives equal to the word itself would repeat the text
+            seen.add(foil.lower())
+            foils.append((foil, mapping))
+    return foils
+
+
+def _distinct_large(rng: np.random.Generator, total: int, k: int) -> list[int]:
+    chosen: list[int] = []
+    while len(chosen) < k:
+        candidate = int(rng.integers(0, 2**62)) % total
+        if candidate not in chosen:
+            chosen.append(candidate)
+    return chosen
+
+
+def alternatives_from_targets(vocabulary: Iterable[str], targets: Iterable[str],
+                              aliases: Mapping[str, str] = COLOUR_ALIASES) -> dict[str, list[str]]:
+    """``{word: [every target naming something else]}``: ColorFoil's rule that a colour is never
+    replaced by itself (nor by another spelling of itself, gray -> grey)."""
+    targets = [t.lower() for t in targets]
+    return {word.lower(): [t for t in targets if not _same_word(t, word, aliases)] for word in vocabulary}
+
+
+def swap_alternatives(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """``{a: [b], b: [a]}`` for symmetric swaps such as man <-> woman (several partners allowed)."""
+    table: dict[str, list[str]] = {}
+    for a, b in pairs:
+        table.setdefault(a.lower(), []).append(b.lower())
+        table.setdefault(b.lower(), []).append(a.lower())
+    return {word: list(dict.fromkeys(choices)) for word, choices in table.items()}

@@ -8,6 +8,7 @@ disk, so a killed run loses at most the batch in flight and a rerun skips finish
 from __future__ import annotations
 
 import csv
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,8 @@ def generate_to_disk(model: TextToImageModel, jobs: pd.DataFrame, out_dir: str |
         raise ValueError(f"jobs need columns {sorted(missing)}")
     jobs = jobs.reset_index(drop=True)
     done = read_manifest(out_dir)
+    _check_same_jobs(done, jobs, out_dir)
+    _check_same_settings(done, {"model": model.spec, **settings}, out_dir)
     finished = {int(j) for j, f in zip(done["job_id"], done["file"]) if (out_dir / f).exists()}
     todo = [i for i in range(len(jobs)) if i not in finished]
 
@@ -89,4 +92,69 @@ def generate_to_disk(model: TextToImageModel, jobs: pd.DataFrame, out_dir: str |
             handle.flush()
             os.fsync(handle.fileno())
     manifest = read_manifest(out_dir)
+    manifest = manifest[manifest["job_id"].astype(int) < len(jobs)]  # a folder may hold a longer job list
     return manifest.sort_values("job_id").reset_index(drop=True)
+
+
+def _check_same_settings(done: pd.DataFrame, settings: dict[str, Any], out_dir: Path) -> None:
+    """Refuse to add images made with other settings (or another model) to a folder's manifest."""
+    for name, value in settings.items():
+        if name not in done.columns or done.empty:
+            continue  # a new column is caught by the header check
+        recorded = {str(v) for v in done[name]}
+        if recorded != {"" if value is None else str(value)}:  # the CSV holds None as an empty field
+            raise ValueError(f"{out_dir} holds images made with {name}={sorted(recorded)}, this run asks for "
+                             f"{name}={value!r}: the settings changed. Use a new output folder, or restore the settings.")
+
+
+def _check_same_jobs(done: pd.DataFrame, jobs: pd.DataFrame, out_dir: Path) -> None:
+    """Refuse a folder whose finished jobs are other (prompt, seed) pairs than this run's same job ids:
+    resuming there would mix two experiments under one manifest."""
+    if done.empty:
+        return
+    ids = done["job_id"].astype(int).to_numpy()
+    inside = ids < len(jobs)
+    expected = jobs.iloc[ids[inside]]
+    same = ((done["prompt"].astype(str).to_numpy()[inside] == expected["prompt"].astype(str).to_numpy())
+            & (done["seed"].astype("int64").to_numpy()[inside] == expected["seed"].astype("int64").to_numpy()))
+    if not same.all():
+        row = done[inside][~same].iloc[0]
+        raise ValueError(f"{out_dir} holds job {row['job_id']} as ({row['prompt']!r}, seed {row['seed']}), but this run's "
+                         f"job {row['job_id']} is ({jobs.iloc[int(row['job_id'])]['prompt']!r}, seed "
+                         f"{jobs.iloc[int(row['job_id'])]['seed']}): the job list changed. Use a new output folder.")
+
+
+def run_directory(output_dir: str | Path, model_spec: str, sampler: str = "plain") -> Path:
+    """``output_dir/<model>/<sampler>``, with characters that do not belong in folder names replaced."""
+    def safe(text: str) -> str:
+        return "".join(c if c.isalnum() or c in "-_.=," else "_" for c in str(text)).strip("_") or "_"
+
+    return Path(output_dir) / safe(model_spec) / safe(sampler)
+
+
+class ImageFiles:
+    """The images of a manifest as a lazy sequence: indexing opens files (RGB), nothing is held.
+
+    ``identity`` names the images for embedding caches by what produced them (model, prompt,
+    seed and settings of every row), so a regenerated identical run reuses its embeddings.
+    """
+
+    def __init__(self, manifest: pd.DataFrame, out_dir: str | Path):
+        self.out_dir = Path(out_dir)
+        self.files = list(manifest["file"])
+        recipe = manifest.drop(columns=["job_id", "file"], errors="ignore").to_csv(index=False)
+        self.identity = f"t2i-images/{len(self.files)}@{hashlib.sha256(recipe.encode()).hexdigest()[:16]}"
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def _open(self, name: str):
+        from PIL import Image
+
+        with Image.open(self.out_dir / name) as image:
+            return image.convert("RGB")
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self._open(name) for name in self.files[index]]
+        return self._open(self.files[index])

@@ -101,4 +101,5 @@ class TextToImageModel(ABC):
     def generate(self, prompts: Sequence[str], seeds: Sequence[int], num_inference_steps: int = 50,
                  guidance_scale: float = 7.5, height: int | None = None, width: int | None = None,
                  batch_size: int = 4, progress: bool = True, **pipeline_kwargs) -> list[Image.Image]:
-        """One image per (prompt, seed); image i depends only on prompts[i] and seeds[i]."""
+        """One image per (prompt, seed); image i depends only on prompts[i] and seeds[i] (up to one
+        8-bit level: float kernels may sum in a batch-dependent order)."""

@@ -1,7 +1,8 @@
 """Text-to-image backend: diffusers pipelines (Stable Diffusion 1.x and its family).
 
 One image per (prompt, seed). Every image gets its own ``torch.Generator`` seeded with its
-seed, so image i depends only on ``prompts[i]`` and ``seeds[i]``, not on the batch it ran in.
+seed, so image i depends only on ``prompts[i]`` and ``seeds[i]``, not on the batch it ran in
+(up to one 8-bit level: float kernels may sum in a batch-dependent order).
 The generators live on the CPU: the initial noise for a seed is then the same on any device
 (diffusers draws it on the CPU and moves it), which makes recorded seeds portable.
 

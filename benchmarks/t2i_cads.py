@@ -1,0 +1,99 @@
+"""Text-to-image throughput (images per second) and the overhead of CADS's denoiser hook.
+
+Randomly initialised pipelines in the Stable Diffusion 1.x layout (no weights are needed to time
+them): ``tiny`` (the test fixture, 32 px), ``small`` (a 4x wider UNet at 64 px) on the CPU, and
+``full`` (SD 1.x's own UNet, VAE and text-encoder sizes at 512 px; GPU only, half precision).
+Each configuration is timed plain, with CADS annealing part of the steps (τ1 = 0.6, τ2 = 0.9) and
+with CADS on every step (τ1 = 0, τ2 = 1, the worst case), interleaved and best of ``--repeats``.
+
+    python benchmarks/t2i_cads.py                      # CPU: tiny and small
+    python benchmarks/t2i_cads.py --sizes full --device cuda --steps 50 --batch 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from vlbias.diffusion import CADSConfig, with_cads
+from vlbias.models import load_text_to_image
+
+
+def build(size: str, device: str):
+    """A tiny:sd pipeline whose UNet (and for ``full`` also VAE and text encoder) are swapped for
+    randomly initialised ones of the requested size."""
+    from diffusers import AutoencoderKL, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    half = device == "cuda"
+    model = load_text_to_image("tiny:sd", device="cpu", half=False)
+    pipeline = model.pipeline
+    torch.manual_seed(0)
+    if size == "small":
+        pipeline.register_modules(unet=UNet2DConditionModel(
+            sample_size=32, block_out_channels=(64, 128), layers_per_block=1, cross_attention_dim=32,
+            down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"), up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+            attention_head_dim=8, norm_num_groups=32))
+    elif size == "full":
+        vocab = pipeline.text_encoder.config.vocab_size
+        tokenizer = pipeline.tokenizer
+        pipeline.register_modules(
+            unet=UNet2DConditionModel(sample_size=64, cross_attention_dim=768),  # SD 1.x's layout (860M)
+            vae=AutoencoderKL(block_out_channels=(128, 256, 512, 512), layers_per_block=2, latent_channels=4,
+                              down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4,
+                              sample_size=512),
+            text_encoder=CLIPTextModel(CLIPTextConfig(vocab_size=vocab, hidden_size=768, intermediate_size=3072,
+                                                      num_hidden_layers=12, num_attention_heads=12,
+                                                      max_position_embeddings=77, bos_token_id=tokenizer.bos_token_id,
+                                                      eos_token_id=tokenizer.eos_token_id,
+                                                      pad_token_id=tokenizer.pad_token_id)))
+    pipeline.to(device, torch.float16 if half else torch.float32)
+    return model
+
+
+def images_per_second(model, steps: int, batch: int, repeats: int) -> float:
+    prompts, seeds = [f"A photo of a worker {k}" for k in range(batch)], list(range(batch))
+    best = float("inf")
+    for _ in range(repeats):
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        model.generate(prompts, seeds, num_inference_steps=steps, batch_size=batch, progress=False)
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - start)
+    return batch / best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", default=["tiny", "small"], choices=["tiny", "small", "full"])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    if "full" in args.sizes and args.device == "cpu":
+        raise SystemExit("the full-size pipeline is for a GPU: pass --device cuda (CPU: --sizes tiny small)")
+
+    samplers = {"plain": None, "CADS τ1=0.6 τ2=0.9": CADSConfig(tau1=0.6, tau2=0.9, noise_scale=0.25),
+                "CADS every step": CADSConfig(tau1=0.0, tau2=1.0, noise_scale=0.25)}
+    print(f"device {args.device}, {args.steps} steps, batch {args.batch}, best of {args.repeats}")
+    print(f"{'pipeline':<8} {'sampler':<20} {'images/s':>9} {'overhead':>9}")
+    for size in args.sizes:
+        base = build(size, args.device)
+        models = {name: base if config is None else with_cads(base, config) for name, config in samplers.items()}
+        images_per_second(base, 2, args.batch, 1)  # warm-up
+        rates = {name: 0.0 for name in models}
+        for _ in range(args.repeats):  # interleaved, so drifts in machine load hit every sampler alike
+            for name, model in models.items():
+                rates[name] = max(rates[name], images_per_second(model, args.steps, args.batch, 1))
+        for name, rate in rates.items():
+            overhead = rates["plain"] / rate - 1
+            print(f"{size:<8} {name:<20} {rate:>9.2f} {overhead:>+8.1%}")
+
+
+if __name__ == "__main__":
+    main()

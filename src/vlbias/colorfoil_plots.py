@@ -1,0 +1,110 @@
+"""Figures of the ColorFoil pages: examples as in the paper's Figure 1, accuracies, confusion matrices."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pandas as pd
+
+
+def plot_examples(dataset, benchmark: pd.DataFrame, n: int = 6, seed: int = 0, foils: int = 2, columns: int = 3):
+    """A grid of benchmark images, each with its caption (green) and first ``foils`` foils (red)."""
+    import matplotlib.pyplot as plt
+
+    n = min(n, len(benchmark))
+    rows = np.sort(np.random.default_rng(seed).choice(len(benchmark), size=n, replace=False)) if n else []
+    columns = max(1, min(columns, n))
+    lines = (foils + 1) * 2
+    fig, axes = plt.subplots(-(-n // columns) or 1, columns, figsize=(4.2 * columns, (3.2 + 0.32 * lines) * (-(-n // columns) or 1)),
+                             squeeze=False)
+    for ax in axes.ravel():
+        ax.axis("off")
+    for ax, row in zip(axes.ravel(), rows):
+        ax.imshow(dataset.image(int(benchmark["image_index"].iat[row])))
+        wrap = lambda text: "\n".join(textwrap.wrap(text, 44))  # noqa: E731
+        ax.set_title(wrap("caption: " + benchmark["caption"].iat[row]), fontsize=9, color="#1a7f37", loc="left")
+        text = "\n".join(wrap(f"foil {j + 1}: {foil}") for j, foil in enumerate(benchmark["foils"].iat[row][:foils]))
+        ax.text(0, -0.03, text, transform=ax.transAxes, va="top", fontsize=9, color="#b42318")
+    fig.tight_layout()
+    return fig
+
+
+def plot_accuracy(table: pd.DataFrame, published_table: pd.DataFrame | None = None, chance: bool = True):
+    """Accuracy with its 95% interval per model and number of foils, one panel per data set;
+    published accuracies (matched on ``paper model``) as hollow diamonds."""
+    import matplotlib.pyplot as plt
+
+    datasets = list(dict.fromkeys(table["dataset"]))
+    models = list(dict.fromkeys(table["model"]))
+    foil_counts = sorted(table["foils"].unique())
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 0.7 * len(models) + 1.8),
+                             squeeze=False, sharey=True)
+    colours = plt.get_cmap("viridis")(np.linspace(0.1, 0.8, len(foil_counts)))
+    for ax, dataset in zip(axes[0], datasets):
+        part = table[table["dataset"] == dataset]
+        for j, k in enumerate(foil_counts):
+            rows = part[part["foils"] == k].set_index("model").reindex(models)
+            y = np.arange(len(models)) + (j - (len(foil_counts) - 1) / 2) * 0.25
+            ax.errorbar(rows["accuracy_%"], y, xerr=[rows["accuracy_%"] - rows["ci_low_%"], rows["ci_high_%"] - rows["accuracy_%"]],
+                        fmt="o", color=colours[j], capsize=2, label=f"{k} foil{'s' if k > 1 else ''} (ours)")
+            if published_table is not None and "paper model" in rows:
+                paper = published_table[(published_table["measure"] == "accuracy_%") & (published_table["dataset"] == dataset)
+                                        & (published_table["foils"] == k)].set_index("model")["value"]
+                values = rows["paper model"].map(paper)
+                ax.scatter(values, y, marker="D", facecolors="none", edgecolors=colours[j],
+                           label=f"{k} foil{'s' if k > 1 else ''} (published)")
+            if chance:
+                ax.axvline(100 / (k + 1), color=colours[j], linestyle=":", linewidth=1)
+        ax.set_yticks(np.arange(len(models)), models)
+        ax.set(xlim=(0, 100), title=dataset, xlabel="accuracy (%), 95% Wilson interval")
+    axes[0][0].invert_yaxis()
+    axes[0][-1].legend(loc="lower left", fontsize=8, bbox_to_anchor=(1.01, 0))
+    fig.text(0.01, 0.005, "dotted lines: chance, 1/(k+1)", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_confusions(matrices: dict[str, pd.DataFrame], columns: int = 3, vmax: float = 1.0):
+    """Heat maps of colour error rates (original colour x foil colour), one per model."""
+    import matplotlib.pyplot as plt
+
+    n = len(matrices)
+    columns = max(1, min(columns, n))
+    rows = -(-n // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, 4.2 * rows), squeeze=False)
+    for ax in axes.ravel():
+        ax.axis("off")
+    image = None
+    for index, (ax, (name, rates)) in enumerate(zip(axes.ravel(), matrices.items())):
+        ax.axis("on")
+        ax.grid(False)
+        image = ax.imshow(rates.to_numpy(dtype=float), vmin=0, vmax=vmax, cmap="magma_r")
+        ax.set_xticks(range(rates.shape[1]), rates.columns, rotation=60, fontsize=8)
+        ax.set_yticks(range(rates.shape[0]), rates.index, fontsize=8)
+        ax.set(xlabel="foil colour", title=name)
+        if index % columns == 0:
+            ax.set_ylabel("colour in the caption")
+    if image is not None:
+        fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="foil scored ≥ caption (error rate)")
+    return fig
+
+
+def plot_per_colour(per_colour: pd.DataFrame, model_column: str = "model"):
+    """Per-colour accuracy with 95% intervals, one marker colour per model."""
+    import matplotlib.pyplot as plt
+
+    colours_in_order = list(dict.fromkeys(per_colour.sort_values("n", ascending=False)["colour"]))
+    models = list(dict.fromkeys(per_colour[model_column]))
+    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(colours_in_order) + 2), 3.6))
+    palette = plt.get_cmap("tab10")
+    for j, model in enumerate(models):
+        part = per_colour[per_colour[model_column] == model].set_index("colour").reindex(colours_in_order)
+        x = np.arange(len(colours_in_order)) + (j - (len(models) - 1) / 2) * 0.8 / max(1, len(models))
+        ax.errorbar(x, part["accuracy_%"], yerr=[part["accuracy_%"] - part["ci_low_%"], part["ci_high_%"] - part["accuracy_%"]],
+                    fmt="o", capsize=2, color=palette(j % 10), label=model)
+    ax.set_xticks(np.arange(len(colours_in_order)), colours_in_order, rotation=45)
+    ax.set(ylim=(0, 100), ylabel="accuracy (%)", title="accuracy by the colour named in the caption")
+    ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left")
+    fig.tight_layout()
+    return fig

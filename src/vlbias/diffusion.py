@@ -1,0 +1,269 @@
+"""CADS: condition-annealed diffusion sampling (Sadat et al., ICLR 2024).
+
+At diffusion time t (t = 1 is pure noise, t = 0 the end of sampling) the text condition y that
+the denoiser sees is replaced by
+
+    ŷ = √γ(t) · y + s · √(1 − γ(t)) · n,     n ~ N(0, I) drawn afresh at every step,
+
+with γ(t) = 1 for t ≤ τ1, 0 for t ≥ τ2 and linear in between: early steps see a noisy condition
+(more diverse layouts), late steps the clean one (faithful details). Optionally ŷ is rescaled to
+the mean and standard deviation of y, and the rescaled and raw versions are mixed by ψ:
+ŷ ← ψ · rescaled(ŷ) + (1 − ψ) · ŷ.
+
+Where it acts: a forward pre-hook on the denoiser (``pipeline.unet``) rewrites
+``encoder_hidden_states`` on every call, the first step included (a step-end callback could only
+change the steps after it). Under classifier-free guidance diffusers' Stable Diffusion pipelines
+run one batch ``[unconditional; conditional]``: only the conditional half is annealed, the
+unconditional (empty-prompt) half stays as it is. Diffusion time is read from the timestep the
+pipeline passes to the denoiser, t = timestep / num_train_timesteps, so the schedule follows the
+scheduler's own timesteps (with few steps the first one may lie below 1: PNDM with 4 steps starts
+at t = 0.751).
+
+Noise n for an image comes from its own generator, seeded from the image's seed: an image still
+depends only on its prompt and seed, whatever batch it ran in.
+
+s = 0 switches CADS off (the hook passes the condition through untouched), as does τ1 ≥ 1 (then
+γ = 1 at every t ≤ 1); both reproduce plain sampling bit for bit. With s = 0 the formula would
+only shrink y by √γ, which rescaling with ψ = 1 undoes exactly in exact arithmetic; passing y
+through makes that identity exact in floating point too.
+
+The source text's ``cads_config`` names (``anneal_schedule``, ``max_noise_level``,
+``diversity_weight``, ``start_step``, ``end_step``) map onto these parameters with
+:func:`config_from_source_names`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import asdict, dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+from PIL import Image
+from tqdm import tqdm  # text bars: widgets would need ipywidgets
+
+from .models.base import TextToImageModel
+
+SCHEDULES = ("linear", "cosine")
+
+
+def cads_gamma(t, tau1: float, tau2: float, schedule: str = "linear"):
+    """γ(t): 1 for t ≤ τ1, 0 for t ≥ τ2, and (τ2 − t) / (τ2 − τ1) in between.
+
+    ``schedule="cosine"`` replaces the linear ramp by ½(1 + cos(π (t − τ1) / (τ2 − τ1))), the
+    source text's ``anneal_schedule: 'cosine'``; the CADS paper's schedule is linear.
+    A float for a scalar t, an array for an array.
+    """
+    if not tau1 <= tau2:
+        raise ValueError(f"CADS needs tau1 <= tau2, got tau1={tau1}, tau2={tau2}")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    t_array = np.asarray(t, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ramp = (t_array - tau1) / (tau2 - tau1) if tau2 > tau1 else np.ones_like(t_array)
+        between = 1.0 - ramp if schedule == "linear" else 0.5 * (1.0 + np.cos(np.pi * ramp))
+    gamma = np.where(t_array <= tau1, 1.0, np.where(t_array >= tau2, 0.0, between))
+    return float(gamma) if gamma.ndim == 0 else gamma
+
+
+def anneal_condition(y: torch.Tensor, gamma: float, noise: torch.Tensor, noise_scale: float,
+                     psi: float = 1.0, rescale: bool = True) -> torch.Tensor:
+    """ŷ = √γ·y + s·√(1−γ)·n for a batch of conditions y (rows = images), with optional rescaling.
+
+    Rescaling gives each row of ŷ the mean and standard deviation of the same row of y (over all
+    its tokens and channels) and mixes: ψ·rescaled + (1 − ψ)·ŷ. Computed in float32 and returned
+    in y's dtype.
+    """
+    if y.shape != noise.shape:
+        raise ValueError(f"noise must have the condition's shape {tuple(y.shape)}, got {tuple(noise.shape)}")
+    y32, n32 = y.float(), noise.to(y.device).float()
+    annealed = math.sqrt(gamma) * y32 + noise_scale * math.sqrt(1.0 - gamma) * n32
+    if rescale:
+        # row by row: a batched reduction sums in another order, and an image's pixels would
+        # then depend on the batch it ran in
+        rescaled = torch.stack([(row - row.mean()) / row.std() * original.std() + original.mean()
+                                for row, original in zip(annealed, y32)])
+        annealed = psi * rescaled + (1.0 - psi) * annealed
+    return annealed.to(y.dtype)
+
+
+@dataclass(frozen=True)
+class CADSConfig:
+    """CADS parameters with the paper's names: τ1 (``tau1``), τ2 (``tau2``), s (``noise_scale``),
+    ψ (``psi``) and whether to rescale. Defaults follow the paper's Stable Diffusion settings."""
+
+    tau1: float = 0.6
+    tau2: float = 0.9
+    noise_scale: float = 0.25
+    psi: float = 1.0
+    rescale: bool = True
+    schedule: str = "linear"
+
+    def __post_init__(self):
+        cads_gamma(0.5, self.tau1, self.tau2, self.schedule)  # validates τ1 ≤ τ2 and the schedule
+        if self.noise_scale < 0:
+            raise ValueError(f"noise_scale s must be >= 0, got {self.noise_scale}")
+        if not 0.0 <= self.psi <= 1.0:
+            raise ValueError(f"psi mixes two conditions and must lie in [0, 1], got {self.psi}")
+
+    @property
+    def is_off(self) -> bool:
+        """True when CADS cannot change anything: s = 0, or γ = 1 on the whole of t ∈ [0, 1]."""
+        return self.noise_scale == 0 or self.tau1 >= 1.0
+
+    def gamma(self, t):
+        return cads_gamma(t, self.tau1, self.tau2, self.schedule)
+
+    def label(self) -> str:
+        """Short text for specs, manifests and table rows."""
+        return (f"cads(tau1={self.tau1:g},tau2={self.tau2:g},s={self.noise_scale:g},psi={self.psi:g},"
+                f"rescale={self.rescale},{self.schedule})")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def config_from_source_names(cads_config: dict, num_inference_steps: int) -> tuple[CADSConfig, dict[str, str]]:
+    """A :class:`CADSConfig` from the source text's ``cads_config`` dictionary, and how each name was read.
+
+    ``start_step``/``end_step`` count sampling steps from the pure-noise end (step 0 at t = 1):
+    annealing starts at t = 1 − start_step/N (before it γ = 0, the noisiest condition), which is
+    τ2, and ends at t = 1 − end_step/N (after it γ = 1), which is τ1. ``max_noise_level`` is the
+    noise scale s (the noise's size where γ = 0). ``diversity_weight`` has no counterpart among the
+    paper's parameters; we read it as ψ, the only remaining weight, and say so in the mapping.
+    """
+    steps = int(num_inference_steps)
+    known = {"anneal_schedule", "max_noise_level", "diversity_weight", "start_step", "end_step"}
+    unknown = set(cads_config) - known
+    if unknown:
+        raise ValueError(f"unknown cads_config names {sorted(unknown)}; known: {sorted(known)}")
+    start, end = cads_config.get("start_step", 0), cads_config.get("end_step", steps)
+    if not 0 <= start <= end <= steps:
+        raise ValueError(f"need 0 <= start_step <= end_step <= num_inference_steps ({steps}), got {start}, {end}")
+    config = CADSConfig(tau1=1.0 - end / steps, tau2=1.0 - start / steps,
+                        noise_scale=float(cads_config.get("max_noise_level", CADSConfig.noise_scale)),
+                        psi=float(cads_config.get("diversity_weight", CADSConfig.psi)),
+                        schedule=cads_config.get("anneal_schedule", "linear"))
+    mapping = {
+        "anneal_schedule": "schedule of γ between τ1 and τ2 (the paper's is linear)",
+        "start_step": f"τ2 = 1 − start_step/N = {config.tau2:g}",
+        "end_step": f"τ1 = 1 − end_step/N = {config.tau1:g}",
+        "max_noise_level": f"s = {config.noise_scale:g}",
+        "diversity_weight": f"ψ = {config.psi:g} (our reading: the paper has no such name)",
+    }
+    return config, mapping
+
+
+def cads_noise_seed(seed: int) -> int:
+    """The seed of an image's CADS noise generator, derived from (and distinct from) its image seed."""
+    return int(np.random.SeedSequence([int(seed), 0xCAD5]).generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+class _ConditionAnnealer:
+    """The forward pre-hook: rewrites the conditional ``encoder_hidden_states`` of each denoiser call."""
+
+    def __init__(self, pipeline, config: CADSConfig, seeds: Sequence[int]):
+        self.pipeline = pipeline
+        self.config = config
+        self.generators = [torch.Generator("cpu").manual_seed(cads_noise_seed(s)) for s in seeds]
+        scheduler_config = getattr(pipeline.scheduler, "config", {})
+        self.num_train_timesteps = int(getattr(scheduler_config, "num_train_timesteps", 1000))
+        #: (t, γ) of every denoiser call, for inspection
+        self.trace: list[tuple[float, float]] = []
+
+    def _guided(self) -> bool:
+        guided = getattr(self.pipeline, "do_classifier_free_guidance", None)
+        if guided is None:
+            guided = getattr(self.pipeline, "guidance_scale", 1.0) > 1.0
+        return bool(guided)
+
+    def __call__(self, module, args, kwargs):
+        if "encoder_hidden_states" in kwargs:
+            condition = kwargs["encoder_hidden_states"]
+        elif len(args) > 2:
+            condition = args[2]
+        else:
+            raise TypeError("CADS found no encoder_hidden_states in the denoiser call")
+        timestep = kwargs.get("timestep", args[1] if len(args) > 1 else None)
+        t = float(torch.as_tensor(timestep).flatten()[0]) / self.num_train_timesteps
+        gamma = self.config.gamma(t)
+        self.trace.append((t, gamma))
+        if self.config.is_off or gamma == 1.0:
+            return None  # nothing to change: the call goes ahead untouched
+        rows = condition.shape[0] // 2 if self._guided() else condition.shape[0]
+        if rows != len(self.generators):
+            raise ValueError(f"CADS was set up for {len(self.generators)} images but the denoiser got {rows} "
+                             "conditional rows (one image per prompt is supported)")
+        conditional = condition[condition.shape[0] - rows:]
+        noise = torch.stack([torch.randn(conditional.shape[1:], generator=g, dtype=torch.float32)
+                             for g in self.generators])
+        annealed = anneal_condition(conditional, gamma, noise, self.config.noise_scale, self.config.psi,
+                                    self.config.rescale)
+        new_condition = torch.cat([condition[:condition.shape[0] - rows], annealed])
+        if "encoder_hidden_states" in kwargs:
+            kwargs = {**kwargs, "encoder_hidden_states": new_condition}
+        else:
+            args = (*args[:2], new_condition, *args[3:])
+        return args, kwargs
+
+
+@contextlib.contextmanager
+def condition_annealing(model: TextToImageModel, config: CADSConfig, seeds: Sequence[int]) -> Iterator[_ConditionAnnealer]:
+    """Within the block, every denoiser call of ``model.pipeline`` sees the CADS condition.
+
+    ``seeds`` are the image seeds of the one pipeline call made inside the block, in order. The
+    hook is removed on exit, also after an error.
+    """
+    denoiser = getattr(model, "denoiser", None)
+    if denoiser is None:
+        raise TypeError(f"{model!r} exposes no denoiser to hook; CADS needs a diffusers pipeline")
+    annealer = _ConditionAnnealer(model.pipeline, config, seeds)
+    handle = denoiser.register_forward_pre_hook(annealer, with_kwargs=True)
+    try:
+        yield annealer
+    finally:
+        handle.remove()
+
+
+class CADSTextToImage(TextToImageModel):
+    """A text-to-image model that samples with CADS; its ``spec`` names the CADS settings."""
+
+    def __init__(self, model: TextToImageModel, config: CADSConfig):
+        self.model = model
+        self.config = config
+        self.spec = f"{model.spec}+{config.label()}"
+
+    def __repr__(self) -> str:
+        return f"CADSTextToImage({self.model!r}, {self.config.label()})"
+
+    @property
+    def pipeline(self):
+        return self.model.pipeline
+
+    @property
+    def denoiser(self):
+        return self.model.denoiser
+
+    def generate(self, prompts: Sequence[str], seeds: Sequence[int], num_inference_steps: int = 50,
+                 guidance_scale: float = 7.5, height: int | None = None, width: int | None = None,
+                 batch_size: int = 4, progress: bool = True, **pipeline_kwargs) -> list[Image.Image]:
+        prompts, seeds = list(prompts), [int(s) for s in seeds]
+        if len(prompts) != len(seeds):
+            raise ValueError(f"Need one seed per prompt, got {len(prompts)} prompts and {len(seeds)} seeds.")
+        images: list[Image.Image] = []
+        batch_size = max(1, batch_size)
+        for start in tqdm(range(0, len(prompts), batch_size), desc=f"generate ({self.spec})", disable=not progress):
+            batch_seeds = seeds[start:start + batch_size]
+            with condition_annealing(self.model, self.config, batch_seeds):
+                images.extend(self.model.generate(prompts[start:start + batch_size], batch_seeds,
+                                                  num_inference_steps=num_inference_steps,
+                                                  guidance_scale=guidance_scale, height=height, width=width,
+                                                  batch_size=len(batch_seeds), progress=False, **pipeline_kwargs))
+        return images
+
+
+def with_cads(model: TextToImageModel, config: CADSConfig | None = None, **parameters) -> TextToImageModel:
+    """``model`` sampling with CADS (``config`` or keyword parameters of :class:`CADSConfig`)."""
+    return CADSTextToImage(model, config or CADSConfig(**parameters))

@@ -1,0 +1,269 @@
+"""Occupational bias of text-to-image models: generated shares against labour statistics.
+
+The unit is one generated image with one perceived label (e.g. ``female``, ``male`` or
+``no person``). Per profession the *generated share* is the fraction of images showing a person
+that show the target label; images without a person are counted but left out of the share.
+It is compared with the reference share (U.S. labour statistics) through the visual
+representation bias score, VRBS = 1 − mean |P_model − P_reference| (:func:`vlbias.metrics.vrbs`),
+and Spearman's rank correlation. Intervals come from a bootstrap over images within each
+profession (professions fixed, images resampled), which is where the sampling noise lies.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _stats
+
+from .metrics import self_similarity, vrbs
+from .stats import wilson_interval
+
+NO_PERSON = "no person"
+
+
+def reference_shares(name: str = "winobias_bls_female_share", column: str = "female_percent",
+                     key: str = "occupation") -> pd.Series:
+    """A reference table shipped with vlbias as a Series profession -> share in [0, 1]."""
+    from .book import published
+
+    table = published(name)
+    series = table.set_index(key)[column].astype(float) / 100.0
+    series.attrs["source"] = table.attrs.get("source", "")
+    return series.rename("reference share")
+
+
+def spearman(model_share, reference_share) -> tuple[float, float]:
+    """Spearman's ρ between two share vectors and its two-sided p-value (scipy)."""
+    p, q = np.asarray(model_share, float), np.asarray(reference_share, float)
+    if p.shape != q.shape or p.size < 3:
+        raise ValueError(f"Spearman's rho needs two equally long vectors of 3 or more, got {p.shape} and {q.shape}")
+    result = _stats.spearmanr(p, q)
+    return float(result.statistic), float(result.pvalue)
+
+
+def label_counts(labels: pd.DataFrame, group: str = "profession", label: str = "perceived") -> pd.DataFrame:
+    """Images per group and label: one row per group, one column per label (zeros filled)."""
+    return pd.crosstab(labels[group], labels[label]).rename_axis(columns=None)
+
+
+def generated_shares(labels: pd.DataFrame, target: str = "female", group: str = "profession",
+                     label: str = "perceived", excluded: Sequence[str] = (NO_PERSON,),
+                     confidence: float = 0.95) -> pd.DataFrame:
+    """Per group: images, images with a person, target count, generated share and its Wilson interval.
+
+    ``excluded`` labels (by default ``no person``) count towards ``n_images`` only.
+    """
+    counts = label_counts(labels, group, label)
+    kept = [c for c in counts.columns if c not in set(excluded)]
+    n_person = counts[kept].sum(axis=1)
+    hits = counts[target] if target in counts.columns else pd.Series(0, index=counts.index)
+    low, high = wilson_interval(hits.to_numpy(), n_person.to_numpy(), confidence)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = hits.to_numpy() / n_person.to_numpy()
+    return pd.DataFrame({"n_images": counts.sum(axis=1), "n_person": n_person, f"n_{target}": hits,
+                         "generated share": share, "ci_low": low, "ci_high": high}, index=counts.index)
+
+
+def compare_with_reference(shares: pd.DataFrame, reference: pd.Series) -> pd.DataFrame:
+    """Shares of the groups that have a reference share and at least one image with a person,
+    with the reference share and the signed gap (generated − reference)."""
+    table = shares.join(reference.rename("reference share"), how="inner")
+    table = table[table["n_person"] > 0].copy()
+    table["gap"] = table["generated share"] - table["reference share"]
+    return table
+
+
+def _scorable(table: pd.DataFrame) -> pd.DataFrame:
+    if len(table) < 3:
+        raise ValueError(f"only {len(table)} profession(s) have both a reference share and an image with a person; "
+                         "VRBS and Spearman's rho need 3 or more. Check the annotator's prompts (does 'no person' "
+                         "win everywhere?) and that the profession names match the reference table.")
+    return table
+
+
+def bias_scores(table: pd.DataFrame) -> dict[str, float]:
+    """VRBS, Spearman's ρ and its p-value over the rows of a :func:`compare_with_reference` table."""
+    _scorable(table)
+    rho, p_value = spearman(table["generated share"], table["reference share"])
+    return {"professions": len(table), "VRBS": vrbs(table["generated share"], table["reference share"]),
+            "spearman_rho": rho, "spearman_p": p_value}
+
+
+def bootstrap_bias_scores(labels: pd.DataFrame, reference: pd.Series, target: str = "female",
+                          group: str = "profession", label: str = "perceived",
+                          excluded: Sequence[str] = (NO_PERSON,), n_boot: int = 1000, confidence: float = 0.95,
+                          seed: int = 0) -> pd.DataFrame:
+    """Percentile bootstrap intervals for VRBS and ρ, resampling images within each profession.
+
+    Resampling a profession's n images with replacement is the same as drawing its label counts
+    from a multinomial with the observed label proportions, which is what is done here (fast).
+    A replicate in which a profession draws no image with a person leaves that profession out.
+    Returns one row per measure: estimate, ci_low, ci_high, n_boot.
+    """
+    table = _scorable(compare_with_reference(generated_shares(labels, target, group, label, excluded), reference))
+    counts = label_counts(labels, group, label).loc[table.index]
+    person = np.array([c not in set(excluded) for c in counts.columns])
+    is_target = np.array([c == target for c in counts.columns])
+    rng = np.random.default_rng(seed)
+    n = counts.sum(axis=1).to_numpy()
+    draws = np.stack([rng.multinomial(n_i, row / n_i, size=n_boot)
+                      for n_i, row in zip(n, counts.to_numpy(dtype=float))], axis=1)  # (boot, group, label)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares = draws[..., is_target].sum(-1) / draws[..., person].sum(-1)
+    truth = table["reference share"].to_numpy()
+    scores = {"VRBS": [], "spearman_rho": []}
+    for replicate in shares:
+        ok = np.isfinite(replicate)
+        scores["VRBS"].append(vrbs(replicate[ok], truth[ok]))
+        both_vary = ok.sum() >= 3 and np.ptp(replicate[ok]) > 0 and np.ptp(truth[ok]) > 0
+        scores["spearman_rho"].append(spearman(replicate[ok], truth[ok])[0] if both_vary else np.nan)
+    estimate = bias_scores(table)
+    tail = 100 * (1 - confidence) / 2
+    rows = []
+    for measure, values in scores.items():
+        values = np.asarray(values, float)
+        values = values[np.isfinite(values)]
+        low, high = np.percentile(values, [tail, 100 - tail]) if values.size else (np.nan, np.nan)
+        rows.append({"measure": measure, "estimate": estimate[measure], "ci_low": low, "ci_high": high,
+                     "n_boot": int(values.size)})
+    return pd.DataFrame(rows).set_index("measure")
+
+
+def classify_gaps(table: pd.DataFrame, parity: float = 0.5, tolerance: float = 0.0) -> pd.Series:
+    """Name each profession's departure from its reference share.
+
+    ``reversed``: the generated majority is the other one (the shares lie on opposite sides of
+    parity); ``amplified``: same majority, further from parity than the reference; ``attenuated``:
+    same majority, closer to parity; ``matched``: within ``tolerance`` of the reference.
+    """
+    generated, reference = table["generated share"], table["reference share"]
+    side_generated, side_reference = np.sign(generated - parity), np.sign(reference - parity)
+    further = (generated - parity).abs() > (reference - parity).abs()
+    kind = np.where(side_generated * side_reference < 0, "reversed", np.where(further, "amplified", "attenuated"))
+    kind = np.where((generated - reference).abs() <= tolerance, "matched", kind)
+    return pd.Series(kind, index=table.index, name="pattern")
+
+
+def extreme_cases(table: pd.DataFrame, k: int = 3) -> pd.DataFrame:
+    """The k professions furthest from parity in the generated images (both directions)."""
+    distance = (table["generated share"] - 0.5).abs()
+    return table.loc[distance.sort_values(ascending=False).index[:k]]
+
+
+def plot_amplification(table: pd.DataFrame, ax=None, label_points: bool | int = True, title: str | None = None,
+                       target: str = "female"):
+    """Generated share against reference share, with the diagonal (no bias) and parity lines.
+
+    Points above the diagonal on the right and below it on the left amplify the real imbalance.
+    Error bars are the Wilson intervals of the generated shares.
+    """
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 5.5))
+    x, y = table["reference share"], table["generated share"]
+    ax.fill_between([0, 0.5], [0, 0.5], [0, 0], color="tab:blue", alpha=0.1, lw=0,
+                    label="male-dominated work, amplified")
+    ax.fill_between([0.5, 1], [0.5, 1], [1, 1], color="tab:red", alpha=0.1, lw=0,
+                    label="female-dominated work, amplified")
+    ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="generated = reference")
+    ax.axhline(0.5, color="grey", lw=0.5)
+    ax.axvline(0.5, color="grey", lw=0.5)
+    if {"ci_low", "ci_high"} <= set(table.columns):
+        ax.errorbar(x, y, yerr=[(y - table["ci_low"]).clip(lower=0), (table["ci_high"] - y).clip(lower=0)],
+                    fmt="none", ecolor="0.7", elinewidth=0.8, zorder=1)
+    ax.scatter(x, y, s=22, zorder=2, color="tab:purple")
+    if label_points:
+        # an int labels only that many professions, those with the largest gaps (fewer overlaps)
+        named = table.index if label_points is True else (y - x).abs().sort_values(ascending=False).index[:int(label_points)]
+        for name, (xi, yi) in zip(named, zip(x[named], y[named])):
+            ax.annotate(str(name), (xi, yi), fontsize=7, xytext=(3, 2), textcoords="offset points")
+    ax.set(xlim=(-0.03, 1.03), ylim=(-0.03, 1.03), aspect="equal",
+           xlabel=f"reference {target} share (labour statistics)", ylabel=f"generated {target} share",
+           title=title or "Generated against reference share")
+    ax.legend(loc="lower right", fontsize=7, framealpha=0.9)  # the corner real data rarely reach
+    return ax
+
+
+def mean_pairwise_distance(embeddings: np.ndarray) -> float:
+    """Mean cosine distance over distinct pairs of images (1 − mean pairwise cosine similarity):
+    0 when all images embed alike, larger for a more diverse set."""
+    return 1.0 - self_similarity(embeddings)
+
+
+def diversity_by_group(embeddings: np.ndarray, groups: Sequence) -> pd.Series:
+    """:func:`mean_pairwise_distance` within each group (groups of one image are left out)."""
+    groups = pd.Series(list(groups))
+    values = {name: mean_pairwise_distance(embeddings[index.to_numpy()])
+              for name, index in groups.groupby(groups).groups.items() if len(index) > 1}
+    return pd.Series(values, name="mean pairwise distance").rename_axis(groups.name or "group")
+
+
+def category_distribution(labels: pd.DataFrame, group: str = "profession", label: str = "perceived",
+                          excluded: Sequence[str] = (NO_PERSON,), order: Sequence[str] | None = None) -> pd.DataFrame:
+    """Row-normalised shares of each label per group among images with a person (age bins, skin tone)."""
+    counts = label_counts(labels, group, label)
+    kept = [c for c in (order or counts.columns) if c in counts.columns and c not in set(excluded)]
+    counts = counts.reindex(columns=kept, fill_value=0)
+    return counts.div(counts.sum(axis=1).replace(0, np.nan), axis=0)
+
+
+# --------------------------------------------------------------------------- study design and published numbers
+
+SOURCE_TABLE = "t2i_occupational_bias_source"
+WINOBIAS_SOURCE = "BLS via WinoBias (Zhao et al. 2018)"
+STATED_SOURCE = "BLS share as stated in the source text"
+
+
+def published_cases() -> pd.DataFrame:
+    """The source text's named professions: its stated generated and reference female shares
+    (in [0, 1]) and its heading for each (extreme, reversed, amplified)."""
+    from .book import published
+
+    table = published(SOURCE_TABLE)
+    rows = table[table["profession"].notna() & (table["profession"] != "")]
+    wide = rows.pivot_table(index="profession", columns="measure", values="value", aggfunc="first") / 100.0
+    wide = wide.rename(columns={"generated_female_percent": "published generated share",
+                                "reference_female_percent": "published reference share"})
+    wide["source case"] = rows.groupby("profession")["case"].first()
+    order = {"extreme": 0, "reversed": 1, "amplified": 2}
+    return wide.sort_values("source case", key=lambda c: c.map(order), kind="stable").rename_axis(None, axis=1)
+
+
+def published_scores() -> pd.DataFrame:
+    """The source text's VRBS and Spearman values per model and sampler."""
+    from .book import published
+
+    table = published(SOURCE_TABLE)
+    return table[table["measure"].isin(["vrbs", "spearman_rho"])][["measure", "model", "sampler", "value", "where"]]
+
+
+def study_professions(reference: pd.Series | None = None, include_source_cases: bool = True) -> pd.DataFrame:
+    """The professions to generate: the reference table's (by default the 40 WinoBias occupations
+    with BLS shares), then the source text's named cases not already in it, with their stated share.
+
+    Columns: profession, reference share, reference source. Shares in [0, 1].
+    """
+    reference = reference_shares() if reference is None else reference
+    rows = [(name, share, WINOBIAS_SOURCE) for name, share in reference.items()]
+    if include_source_cases:
+        cases = published_cases()
+        rows += [(name, case["published reference share"], STATED_SOURCE) for name, case in cases.iterrows()
+                 if name not in reference.index]
+    return pd.DataFrame(rows, columns=["profession", "reference share", "reference source"])
+
+
+def cases_beside_published(table: pd.DataFrame) -> pd.DataFrame:
+    """Our generated share and pattern for the source text's named professions, beside its numbers."""
+    cases = published_cases()
+    ours = table.reindex(cases.index)
+    result = pd.DataFrame({"source case": cases["source case"], "our n_person": ours.get("n_person"),
+                           "our generated share": ours["generated share"],
+                           "published generated share": cases["published generated share"],
+                           "published reference share": cases["published reference share"]})
+    stated = pd.DataFrame({"generated share": ours["generated share"],
+                           "reference share": cases["published reference share"]}).dropna()
+    result["our pattern"] = classify_gaps(stated).reindex(result.index) if len(stated) else np.nan
+    return result

