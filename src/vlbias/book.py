@@ -7,26 +7,38 @@ from importlib import resources
 
 import pandas as pd
 
-_DEMO_TEXT = (
+_DEMO_RANDOM = (
     "This page was executed in the <b>demo profile</b>. Its numbers come from "
     "<b>randomly initialised tiny models</b> and <b>generated fixture data</b> "
     "({details}); they demonstrate the method and say nothing about the real models or data "
     "sets. Rerun the notebook in the full profile on a GPU for real results "
     "(see the introduction)."
 )
+_DEMO_REAL = (
+    "This page was executed in the <b>demo profile</b>: <b>small real models</b> that pip packages "
+    "carry or that were trained here, on <b>small samples</b> ({details}). Its numbers are real "
+    "measurements of these small models, not of the models and data sets the paper studies, and "
+    "small samples give wide intervals. Rerun the notebook in the full profile for those "
+    "(see the introduction)."
+)
 
 
-def profile_banner(profile: str, details: str = "") -> "object":
+def profile_banner(profile: str, details: str = "", models: str = "random") -> "object":
     """An admonition stating where this page's numbers come from; display it near the top.
 
-    Rendered as HTML with Sphinx's admonition classes, so it looks the same in Jupyter and in
-    the built book.
+    ``models`` says what the demo profile ran: ``"random"`` (tiny random models, fixtures) or
+    ``"real"`` (small real models, e.g. from pip packages or trained in the notebook). Rendered as
+    HTML with Sphinx's admonition classes, so it looks the same in Jupyter and in the built book.
     """
     from IPython.display import HTML
 
+    if models not in ("random", "real"):
+        raise ValueError(f"models must be 'random' or 'real', got {models!r}")
     details = html.escape(details or "see the parameters cell")
-    if profile == "demo":
-        kind, title, body = "warning", "Demo output: not real results", _DEMO_TEXT.format(details=details)
+    if profile == "demo" and models == "random":
+        kind, title, body = "warning", "Demo output: not real results", _DEMO_RANDOM.format(details=details)
+    elif profile == "demo":
+        kind, title, body = "warning", "Demo output: small models and samples", _DEMO_REAL.format(details=details)
     else:
         kind, title = "note", f"Profile: {html.escape(profile)}"
         body = f"Numbers on this page were computed in this run with: {details}."

@@ -1,0 +1,29 @@
+import pandas as pd
+import pytest
+
+from vlbias import book
+
+
+def test_profile_banner_says_what_ran():
+    random_page = book.profile_banner("demo", "tiny:clip on fixtures").data
+    assert "Demo output: not real results" in random_page and "tiny:clip on fixtures" in random_page
+    real_page = book.profile_banner("demo", "SmolLM2-135M", models="real").data
+    assert "small real models" in real_page and "randomly initialised" not in real_page
+    full_page = book.profile_banner("full", "ViT-B-32/openai").data
+    assert "Demo" not in full_page and "ViT-B-32/openai" in full_page
+    assert "&lt;b&gt;" in book.profile_banner("demo", "<b>").data  # details are escaped
+    with pytest.raises(ValueError):
+        book.profile_banner("demo", models="tiny")
+
+
+def test_beside_published_joins_and_keeps_both_stated_values():
+    ours = pd.DataFrame({"race": ["White", "Black"], "rate": [40.0, 10.0]})
+    published = pd.DataFrame({"measure": ["unmarked_rate"] * 3, "group": ["White", "White", "Indian"],
+                              "value": [47.9, 48.0, 1.2]})
+    shown = book.beside_published(ours, published, "unmarked_rate", on={"race": "group"})
+    assert shown["published (paper)"].tolist() == ["47.9 / 48", ""]
+
+
+def test_published_tables_carry_their_source():
+    table = book.published("markedness_wolfe2022")
+    assert "Wolfe" in table.attrs["source"] and {"measure", "value"} <= set(table.columns)
