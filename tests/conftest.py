@@ -25,3 +25,26 @@ def isolated_cache(tmp_path_factory):
         os.environ.pop("VLBIAS_CACHE_DIR", None)
     else:
         os.environ["VLBIAS_CACHE_DIR"] = previous
+
+
+@pytest.fixture
+def run_notebook(tmp_path):
+    """Execute ``notebooks/<name>.ipynb`` under papermill; return (html, text, n_images) of its outputs."""
+    import json
+    from pathlib import Path
+
+    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
+
+    def run(name: str, **parameters):
+        import papermill
+
+        output = tmp_path / f"{name}.ipynb"
+        papermill.execute_notebook(str(notebooks / f"{name}.ipynb"), str(output), parameters=parameters,
+                                   cwd=str(notebooks), kernel_name="python3", progress_bar=False)
+        cells = json.loads(output.read_text())["cells"]
+        outputs = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
+        html = "".join("".join(o.get("data", {}).get("text/html", "")) for o in outputs)
+        text = "".join("".join(o.get("text", "")) for o in outputs)
+        return html, text, sum("image/png" in o.get("data", {}) for o in outputs)
+
+    return run

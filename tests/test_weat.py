@@ -1,6 +1,5 @@
 """WEAT effect size and permutation p-value against hand-worked values and scipy."""
 
-import itertools
 
 import numpy as np
 import pytest
