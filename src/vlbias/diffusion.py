@@ -42,7 +42,6 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 from PIL import Image
-from tqdm import tqdm  # text bars: widgets would need ipywidgets
 
 from .models.base import TextToImageModel
 
@@ -249,19 +248,12 @@ class CADSTextToImage(TextToImageModel):
     def generate(self, prompts: Sequence[str], seeds: Sequence[int], num_inference_steps: int = 50,
                  guidance_scale: float = 7.5, height: int | None = None, width: int | None = None,
                  batch_size: int = 4, progress: bool = True, **pipeline_kwargs) -> list[Image.Image]:
-        prompts, seeds = list(prompts), [int(s) for s in seeds]
-        if len(prompts) != len(seeds):
-            raise ValueError(f"Need one seed per prompt, got {len(prompts)} prompts and {len(seeds)} seeds.")
-        images: list[Image.Image] = []
-        batch_size = max(1, batch_size)
-        for start in tqdm(range(0, len(prompts), batch_size), desc=f"generate ({self.spec})", disable=not progress):
-            batch_seeds = seeds[start:start + batch_size]
-            with condition_annealing(self.model, self.config, batch_seeds):
-                images.extend(self.model.generate(prompts[start:start + batch_size], batch_seeds,
-                                                  num_inference_steps=num_inference_steps,
-                                                  guidance_scale=guidance_scale, height=height, width=width,
-                                                  batch_size=len(batch_seeds), progress=False, **pipeline_kwargs))
-        return images
+        return self.model.generate(prompts, seeds, num_inference_steps=num_inference_steps,
+                                   guidance_scale=guidance_scale, height=height, width=width,
+                                   batch_size=batch_size, progress=progress,
+                                   batch_context=lambda batch_seeds: condition_annealing(
+                                       self.model, self.config, batch_seeds),
+                                   **pipeline_kwargs)
 
 
 def with_cads(model: TextToImageModel, config: CADSConfig | None = None, **parameters) -> TextToImageModel:

@@ -13,8 +13,9 @@ pass step callbacks through ``generate(**pipeline_kwargs)``.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, ContextManager, Sequence
 
 import torch
 from PIL import Image
@@ -103,7 +104,11 @@ class DiffusersTextToImage(TextToImageModel):
 
     def generate(self, prompts: Sequence[str], seeds: Sequence[int], num_inference_steps: int = 50,
                  guidance_scale: float = 7.5, height: int | None = None, width: int | None = None,
-                 batch_size: int = 4, progress: bool = True, **pipeline_kwargs) -> list[Image.Image]:
+                 batch_size: int = 4, progress: bool = True, *,
+                 batch_context: Callable[[list[int]], ContextManager] | None = None,
+                 **pipeline_kwargs) -> list[Image.Image]:
+        """See :meth:`TextToImageModel.generate`. ``batch_context(batch_seeds)``, when given, is entered
+        around each batch's pipeline call: samplers such as CADS hook the denoiser there."""
         prompts, seeds = list(prompts), [int(s) for s in seeds]
         if len(prompts) != len(seeds):
             raise ValueError(f"Need one seed per prompt, got {len(prompts)} prompts and {len(seeds)} seeds.")
@@ -114,8 +119,10 @@ class DiffusersTextToImage(TextToImageModel):
         for start in tqdm(range(0, len(prompts), batch_size), desc=f"generate ({self.spec})", disable=not progress):
             batch_prompts = prompts[start:start + batch_size]
             # one generator per image: its noise then does not depend on its neighbours in the batch
-            generators = [torch.Generator(GENERATOR_DEVICE).manual_seed(s) for s in seeds[start:start + batch_size]]
-            with torch.inference_mode():
+            batch_seeds = seeds[start:start + batch_size]
+            generators = [torch.Generator(GENERATOR_DEVICE).manual_seed(s) for s in batch_seeds]
+            context = batch_context(batch_seeds) if batch_context else contextlib.nullcontext()
+            with context, torch.inference_mode():
                 output = self.pipeline(prompt=batch_prompts, generator=generators,
                                        num_inference_steps=num_inference_steps,
                                        guidance_scale=guidance_scale, height=height, width=width,
