@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from vlbias.diffusion import CADSConfig, with_cads
+from vlbias.t2i.cads import CADSConfig, with_cads
 from vlbias.models import load_text_to_image
 
 

@@ -1,4 +1,5 @@
-"""Intervals and summaries shared across the book's parts (measures live in :mod:`vlbias.metrics`)."""
+"""Intervals, summaries and cosine helpers shared across the book's parts (the public index of the
+measures is :mod:`vlbias.metrics`)."""
 
 from __future__ import annotations
 
@@ -27,3 +28,19 @@ def accuracy_summary(correct, confidence: float = 0.95) -> dict[str, float]:
     low, high = wilson_interval(int(correct.sum()), correct.size, confidence)
     return {"n": int(correct.size), "accuracy_%": 100 * float(correct.mean()) if correct.size else float("nan"),
             "ci_low_%": 100 * low, "ci_high_%": 100 * high}
+
+
+def self_similarity(embeddings: np.ndarray) -> float:
+    """Mean pairwise cosine similarity over distinct pairs, in O(n·d).
+
+    With unit rows x_i and S = sum_i x_i: sum_{i != j} x_i·x_j = |S|^2 - n, so the mean over the
+    n(n-1) ordered pairs is (|S|^2 - n) / (n(n-1)). Rows are normalised here, so raw embeddings
+    are fine.
+    """
+    x = np.asarray(embeddings, dtype=np.float64)
+    n = x.shape[0]
+    if n < 2:
+        raise ValueError(f"self-similarity needs at least 2 embeddings, got {n}")
+    x = x / np.linalg.norm(x, axis=1, keepdims=True)
+    total = x.sum(axis=0)
+    return float((total @ total - n) / (n * (n - 1)))

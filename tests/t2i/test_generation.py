@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from vlbias.generation import generate_to_disk, prompt_jobs, read_manifest
+from vlbias.t2i.generation import generate_to_disk, prompt_jobs, read_manifest
 from vlbias.models.base import TextToImageModel
 
 
@@ -106,7 +106,7 @@ def test_killed_real_pipeline_resumes_to_the_same_files(tmp_path):
 
 
 def test_run_directory_and_lazy_image_files(tmp_path):
-    from vlbias.generation import ImageFiles, run_directory
+    from vlbias.t2i.generation import ImageFiles, run_directory
 
     assert run_directory("out", "CompVis/stable-diffusion-v1-4", "cads(s=0.1,psi=1)").as_posix() == \
         "out/CompVis_stable-diffusion-v1-4/cads_s=0.1,psi=1"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from vlbias.diffusion import (CADSConfig, anneal_condition, cads_gamma, cads_noise_seed, condition_annealing,
+from vlbias.t2i.cads import (CADSConfig, anneal_condition, cads_gamma, cads_noise_seed, condition_annealing,
                               config_from_source_names, with_cads)
 from vlbias.models import load_text_to_image
 

@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 from tqdm import tqdm
 
-from .assets import package_file
+from ..assets import package_file
 
 
 @dataclass
@@ -140,8 +140,8 @@ def load_sentence_encoder(spec: str, device: str = "cpu"):
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from .assets import resolve_asset_spec
-    from .models.language import locate_checkpoint
+    from ..assets import resolve_asset_spec
+    from ..models.language import locate_checkpoint
 
     location = locate_checkpoint(resolve_asset_spec(spec)).path
     tokenizer = AutoTokenizer.from_pretrained(location)

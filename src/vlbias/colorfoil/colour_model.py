@@ -72,7 +72,7 @@ def easy_vqa_labels(split: str = "train") -> pd.DataFrame:
 def easy_vqa_captions(split: str = "test", template: int | None = 0, max_images: int | None = None):
     """easy-VQA images of ``split`` as a caption data set (the COCO loader's interface), one caption
     each from ``CAPTION_TEMPLATES[template]`` (``None``: every template, one caption each)."""
-    from .data.base import CaptionDataset, file_sha256, make_identity
+    from ..data.base import CaptionDataset, file_sha256, make_identity
 
     labels = easy_vqa_labels(split)
     if max_images is not None:
@@ -115,7 +115,7 @@ def _new_model(directory: Path, config: ColourModelConfig):
     import torch
     from transformers import BertTokenizer, CLIPConfig, CLIPImageProcessor, CLIPModel
 
-    from .models.tiny_tokenizers import write_wordpiece_vocab
+    from ..models.tiny_tokenizers import write_wordpiece_vocab
 
     words = sorted({w for t in CAPTION_TEMPLATES for w in re.findall(r"[a-z]+", t.format(colour="", shape=""))}
                    | set(EASY_VQA_COLOURS) | set(EASY_VQA_SHAPES) | {"shape", "grey", "white", "pink", "orange",
@@ -147,8 +147,8 @@ def train_colour_model(config: ColourModelConfig | None = None, directory: str |
     import torch
     from tqdm import tqdm
 
-    from .data.base import open_rgb
-    from .paths import cache_dir
+    from ..data.base import open_rgb
+    from ..paths import cache_dir
 
     config = config or ColourModelConfig()
     target = Path(directory) if directory is not None else cache_dir() / "colour_model" / f"easy-vqa-clip-{_key(config)}"

@@ -5,8 +5,8 @@ import pytest
 
 pytest.importorskip("easy_vqa")
 
-from vlbias import colorfoil as cf  # noqa: E402
-from vlbias import colour_model as cm  # noqa: E402
+from vlbias.colorfoil import benchmark as cf  # noqa: E402
+from vlbias.colorfoil import colour_model as cm  # noqa: E402
 
 
 def test_labels_agree_with_every_question():

@@ -2,7 +2,7 @@ import numpy as np
 
 import pandas as pd
 
-from vlbias.foils import find_words, foil_first_matching_caption, random_foil, replace_words
+from vlbias.colorfoil.foils import find_words, foil_first_matching_caption, random_foil, replace_words
 
 COLOURS = ["red", "blue", "white", "light blue"]
 
@@ -43,7 +43,7 @@ def test_first_matching_caption_per_image_is_seeded():
 
 # --------------------------------------------------------------------------- k distinct foils
 
-from vlbias.foils import alternatives_from_targets, distinct_foils, swap_alternatives  # noqa: E402
+from vlbias.colorfoil.foils import alternatives_from_targets, distinct_foils, swap_alternatives  # noqa: E402
 
 TARGETS = ["blue", "black", "red", "pink", "yellow", "grey", "orange", "white", "green", "brown"]
 

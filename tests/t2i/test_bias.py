@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from vlbias.metrics import vrbs
-from vlbias.t2i_bias import (bootstrap_bias_scores, bias_scores, classify_gaps, compare_with_reference,
+from vlbias.t2i.bias import (bootstrap_bias_scores, bias_scores, classify_gaps, compare_with_reference,
                              diversity_by_group, generated_shares, mean_pairwise_distance, reference_shares,
                              spearman)
 

@@ -6,7 +6,7 @@ import pytest
 
 from vlbias import runner
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def make_project(tmp_path, notebooks, profile_text):

@@ -1,6 +1,6 @@
 import numpy as np
 
-from vlbias.annotation import zero_shot_labels
+from vlbias.t2i.annotation import zero_shot_labels
 from vlbias.models.base import ImageTextModel
 
 
@@ -28,7 +28,7 @@ def test_zero_shot_labels_pick_the_best_prompt():
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from vlbias.annotation import (agreement, cohen_kappa, confusion, fleiss_kappa, majority_vote,  # noqa: E402
+from vlbias.t2i.annotation import (agreement, cohen_kappa, confusion, fleiss_kappa, majority_vote,  # noqa: E402
                                rating_counts, read_annotations, simulated_annotations, zero_shot_scores)
 
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from vlbias import harms
-from vlbias.harms_chapter import (chapter_inputs, simulated_erasure, simulated_stereotyping, simulated_toxicity,
+from vlbias.harms import measures as harms
+from vlbias.harms.chapter import (chapter_inputs, simulated_erasure, simulated_stereotyping, simulated_toxicity,
                                   simulated_weat, simulated_weat_vectors)
 
 

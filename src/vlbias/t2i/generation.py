@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm  # text bars: widgets would need ipywidgets
 
-from .models.base import TextToImageModel
+from ..models.base import TextToImageModel
 
 MANIFEST = "manifest.csv"
 

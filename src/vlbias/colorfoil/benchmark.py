@@ -285,8 +285,8 @@ def score_benchmark(model, dataset, benchmark: pd.DataFrame, max_foils: int = 4,
     """(n_rows, 1 + max_foils) scores: column 0 the caption, then the foils; NaN where a row has no
     such foil. Dual encoders embed each image and each distinct text once per chunk; matchers score
     the pairs in batches. Chunks are cached, so an interrupted run resumes."""
-    from .cache import compute_chunked
-    from .embeddings import texts_identity
+    from ..cache import compute_chunked
+    from ..embeddings import texts_identity
 
     candidates = candidate_lists(benchmark, max_foils)
     positions = benchmark["image_index"].to_numpy()
@@ -358,7 +358,7 @@ def detection_auroc(scores: np.ndarray, k: int) -> float:
 def evaluation_row(scores: np.ndarray, k: int, confidence: float = 0.95) -> dict:
     """n, accuracy with its Wilson interval (percent), F1 as the paper computes it, detection AUROC
     and the mean caption-minus-best-foil margin."""
-    from .stats import accuracy_summary
+    from ..stats import accuracy_summary
 
     usable, correct = correct_at(scores, k)
     summary = accuracy_summary(correct, confidence)
@@ -449,7 +449,7 @@ def per_colour_accuracy(benchmark: pd.DataFrame, scores: np.ndarray, k: int = 1,
                         confidence: float = 0.95) -> pd.DataFrame:
     """k-foil accuracy (Wilson interval) of the captions holding each colour word (a caption with
     two colours counts for both), most frequent colour first."""
-    from .stats import accuracy_summary
+    from ..stats import accuracy_summary
 
     usable, correct = correct_at(scores, k)
     words = benchmark["words"][usable].reset_index(drop=True)

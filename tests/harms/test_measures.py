@@ -3,8 +3,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from vlbias import harms
-from vlbias.harms import pronoun_shares
+from vlbias.harms import measures as harms
+from vlbias.harms.measures import pronoun_shares
 from vlbias.models.base import LanguageModel
 
 

@@ -43,7 +43,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from .models.base import TextToImageModel
+from ..models.base import TextToImageModel
 
 SCHEDULES = ("linear", "cosine")
 

@@ -6,10 +6,10 @@ import pytest
 from PIL import Image
 from scipy import stats
 
-from vlbias import colorfoil as cf
+from vlbias.colorfoil import benchmark as cf
 from vlbias.book import published
 from vlbias.data import load_dataset
-from vlbias.foils import distinct_foils
+from vlbias.colorfoil.foils import distinct_foils
 
 
 def test_css3_vocabulary_and_curated_selection():

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from .models.base import LanguageModel
+from ..models.base import LanguageModel
 
 
 def pronoun_shares(model: LanguageModel, occupations: Sequence[str], templates: Sequence[str],
@@ -35,7 +35,7 @@ def pronoun_shares(model: LanguageModel, occupations: Sequence[str], templates: 
 def cached_scores(model: LanguageModel, method: str, texts: list[str], candidates: list[str] | None,
                   batch_size: int, progress: bool, cache: bool) -> np.ndarray:
     """``model.fill_logprobs(texts, candidates)`` or ``model.sequence_logprob(texts)``, chunked and cached."""
-    from .cache import compute_chunked
+    from ..cache import compute_chunked
 
     def compute(start: int, stop: int) -> np.ndarray:
         if method == "fill_logprobs":
@@ -216,7 +216,7 @@ def generate_stories(model: LanguageModel, scenarios: dict[str, str], n_per_scen
     """
     import json
 
-    from .cache import entry_dir
+    from ..cache import entry_dir
 
     rows = []
     for name, instruction in tqdm(scenarios.items(), desc="scenarios", disable=not progress):
@@ -247,7 +247,7 @@ def erasure_from_texts(stories: pd.DataFrame, reference: dict[str, float], confi
     ``undetermined`` stories are counted (column ``n_undetermined``) but left out of the shares,
     which are therefore shares of detected protagonists.
     """
-    from .stats import wilson_interval
+    from ..stats import wilson_interval
 
     labelled = stories.assign(gender=[protagonist_gender(t, rule) for t in stories["text"]])
     rows = []
@@ -321,7 +321,7 @@ def false_positive_rates(standard_scores, aave_scores, thresholds: Sequence[floa
     (the two sentences of a pair share their meaning). When no standard sentence is flagged the
     ratio has no finite value: ``ratio`` is NaN and ``statement`` says what happened instead.
     """
-    from .stats import wilson_interval
+    from ..stats import wilson_interval
 
     standard, aave = np.asarray(standard_scores, float), np.asarray(aave_scores, float)
     if standard.shape != aave.shape:

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from .models.base import ImageTextModel
+from ..models.base import ImageTextModel
 
 #: prompt(s) per label; several prompts for one label are averaged (a prompt ensemble)
 GENDER_PROMPTS: dict[str, list[str]] = {

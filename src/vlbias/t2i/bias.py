@@ -17,16 +17,24 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _stats
 
-from .metrics import self_similarity, vrbs
-from .stats import wilson_interval
+from ..stats import self_similarity, wilson_interval
 
 NO_PERSON = "no person"
+
+
+def vrbs(model_share, reference_share) -> float:
+    """Visual representation bias score: 1 - mean |P_model - P_reference| over professions."""
+    p = np.asarray(model_share, dtype=float)
+    q = np.asarray(reference_share, dtype=float)
+    if p.shape != q.shape or p.size == 0:
+        raise ValueError(f"shares must be non-empty and of one shape, got {p.shape} and {q.shape}")
+    return float(1.0 - np.mean(np.abs(p - q)))
 
 
 def reference_shares(name: str = "winobias_bls_female_share", column: str = "female_percent",
                      key: str = "occupation") -> pd.Series:
     """A reference table shipped with vlbias as a Series profession -> share in [0, 1]."""
-    from .book import published
+    from ..book import published
 
     table = published(name)
     series = table.set_index(key)[column].astype(float) / 100.0
@@ -220,7 +228,7 @@ STATED_SOURCE = "BLS share as stated in the source text"
 def published_cases() -> pd.DataFrame:
     """The source text's named professions: its stated generated and reference female shares
     (in [0, 1]) and its heading for each (extreme, reversed, amplified)."""
-    from .book import published
+    from ..book import published
 
     table = published(SOURCE_TABLE)
     rows = table[table["profession"].notna() & (table["profession"] != "")]
@@ -234,7 +242,7 @@ def published_cases() -> pd.DataFrame:
 
 def published_scores() -> pd.DataFrame:
     """The source text's VRBS and Spearman values per model and sampler."""
-    from .book import published
+    from ..book import published
 
     table = published(SOURCE_TABLE)
     return table[table["measure"].isin(["vrbs", "spearman_rho"])][["measure", "model", "sampler", "value", "where"]]

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vlbias.weat import (association_scores, run_weat_battery, weat_effect_size, weat_p_value, weat_test,
+from vlbias.harms.weat import (association_scores, run_weat_battery, weat_effect_size, weat_p_value, weat_test,
                          weat_test_from_scores)
-from vlbias.word_vectors import WordVectors, load_word2vec_binary, load_text_vectors
+from vlbias.harms.word_vectors import WordVectors, load_word2vec_binary, load_text_vectors
 
 
 def angle(theta_degrees):
@@ -127,8 +127,8 @@ def test_word2vec_binary_and_text_readers(tmp_path):
 
 
 def test_sentence_encoder_mean_pools_unit_rows_and_batches_consistently():
-    from vlbias.weat import sentence_embedder
-    from vlbias.word_vectors import load_sentence_encoder
+    from vlbias.harms.weat import sentence_embedder
+    from vlbias.harms.word_vectors import load_sentence_encoder
 
     encode = load_sentence_encoder("tiny:mlm")
     texts = ["this is a nurse .", "the doctor said that he was late .", "she"]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-GUARD = Path(__file__).resolve().parent / "network_guard"
+REPO = Path(__file__).resolve().parents[2]
+GUARD = Path(__file__).resolve().parents[1] / "network_guard"
 
 
 def guarded_env(tmp_path: Path) -> dict[str, str]:

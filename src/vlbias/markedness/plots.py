@@ -1,0 +1,61 @@
+"""Figures of Part I."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .prompts import AGES
+
+
+def plot_by_age(table: pd.DataFrame, value: str, low: str, high: str, hue: str | list[str], ax=None,
+                title: str = "", ylabel: str = "", published: pd.DataFrame | None = None):
+    """One line per ``hue`` group across the nine age groups, with an interval band; published
+    values (columns ``group`` and ``value``, group named "<hue labels>, <age>") as black crosses."""
+    import matplotlib.pyplot as plt
+
+    ax = ax or plt.gca()
+    hue = [hue] if isinstance(hue, str) else list(hue)
+    positions = {age: i for i, age in enumerate(AGES)}
+    marked_published = False
+    for key, rows in table.groupby(hue, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        rows = rows.sort_values("age", key=lambda c: c.map(positions))
+        x = rows["age"].map(positions).to_numpy()
+        name = ", ".join(map(str, key))
+        line, = ax.plot(x, rows[value], marker="o", label=name)
+        ax.fill_between(x, rows[low], rows[high], color=line.get_color(), alpha=0.2, linewidth=0)
+        if published is not None:
+            for _, point in published.iterrows():
+                parts = point["group"].rsplit(", ", 1)
+                if len(parts) == 2 and parts[0] == name and parts[1] in positions:
+                    ax.plot(positions[parts[1]], point["value"], "x", color=line.get_color(), markersize=9,
+                            markeredgewidth=2)
+                    marked_published = True
+    if marked_published:
+        ax.plot([], [], "x", color="gray", markeredgewidth=2, label="published (paper), line's colour")
+    ax.set_xticks(range(len(AGES)), AGES, rotation=45)
+    ax.set(title=title, ylabel=ylabel, xlabel="age")
+    ax.legend(fontsize="small")
+    return ax
+
+
+def plot_bars(table: pd.DataFrame, key: str, value: str, low: str, high: str, ax=None, title: str = "",
+              ylabel: str = "", published: pd.DataFrame | None = None):
+    """Bars with interval whiskers per ``key`` label; published values (``group``, ``value``) as crosses."""
+    import matplotlib.pyplot as plt
+
+    ax = ax or plt.gca()
+    labels = table[key].astype(str).tolist()
+    # clip: a degenerate interval can sit an ulp inside its own mean
+    whiskers = np.clip([table[value] - table[low], table[high] - table[value]], 0, None)
+    ax.bar(range(len(labels)), table[value], color="tab:blue", alpha=0.8, yerr=whiskers, capsize=3, label="ours")
+    if published is not None:
+        points = published[published["group"].isin(labels)]
+        if len(points):
+            ax.plot([labels.index(g) for g in points["group"]], points["value"], "kx", markersize=9,
+                    label="published (paper)")
+    ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
+    ax.set(title=title, ylabel=ylabel)
+    ax.legend(fontsize="small")
+    return ax

@@ -1,0 +1,108 @@
+"""Markedness: is "a photo of a person" preferred to every label of a family?"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .groups import _in_label_order, group_indices
+from .prompts import FAMILIES, OLDEST_AGE_WORDINGS, PERSON_PROMPT, label_prompts, prompt_set
+from .self_similarity import unit_rows
+
+
+def is_unmarked(person_scores: np.ndarray, label_scores: np.ndarray) -> np.ndarray:
+    """True where the person prompt scores strictly above every label prompt.
+
+    ``person_scores``: (n,); ``label_scores``: (n, k) for the k labels of one family.
+    """
+    person_scores = np.asarray(person_scores)
+    label_scores = np.asarray(label_scores)
+    if label_scores.ndim != 2 or label_scores.shape[0] != person_scores.shape[0]:
+        raise ValueError(f"label_scores must be (n, k) with n={person_scores.shape[0]}, got {label_scores.shape}")
+    return person_scores > label_scores.max(axis=1)
+
+
+def unmarked_flags(image_embeddings: np.ndarray, text_embed, prompts: dict[str, dict[str, str]] | None = None,
+                   person_prompt: str = PERSON_PROMPT) -> pd.DataFrame:
+    """One boolean column per family: is the image unmarked (person prompt beats every label)?
+
+    ``text_embed(texts) -> (len(texts), dim)`` embeds prompts (e.g. ``lambda t: embed_texts(model, t)``);
+    scores are raw cosines of the unit image and text embeddings, as in the paper.
+    """
+    prompts = prompts or label_prompts()
+    texts = list(dict.fromkeys([person_prompt] + [p for labels in prompts.values() for p in labels.values()]))
+    column = {text: i for i, text in enumerate(texts)}
+    cosines = unit_rows(image_embeddings, np.float32) @ unit_rows(text_embed(texts), np.float32).T
+    person = cosines[:, column[person_prompt]]
+    return pd.DataFrame({family: is_unmarked(person, cosines[:, [column[p] for p in labels.values()]])
+                         for family, labels in prompts.items()})
+
+
+def unmarked_rates(records: pd.DataFrame, unmarked: np.ndarray, by: str, confidence: float = 0.95) -> pd.DataFrame:
+    """Unmarked rate (percent) per group of ``records[by]``, with a Wilson interval."""
+    from ..stats import wilson_interval
+
+    flags = pd.Series(np.asarray(unmarked, dtype=bool))
+    grouped = flags.groupby(records[by].to_numpy())
+    frame = pd.DataFrame({"n": grouped.size(), "unmarked": grouped.sum()}).rename_axis(by).reset_index()
+    low, high = wilson_interval(frame["unmarked"].to_numpy(), frame["n"].to_numpy(), confidence)
+    frame["unmarked_%"] = 100 * frame["unmarked"] / frame["n"]
+    frame["ci_low_%"], frame["ci_high_%"] = 100 * low, 100 * high
+    return _in_label_order(frame.drop(columns="unmarked"), by)
+
+
+def unmarked_table(records: pd.DataFrame, unmarked: np.ndarray, by: str | list[str], balance: bool = False,
+                   repetitions: int = 10_000, seed: int = 0, confidence: float = 0.95) -> pd.DataFrame:
+    """Unmarked rate (percent) per group of ``records[by]`` with a 95% Wilson interval.
+
+    ``balance=True`` also downsamples every group to the smallest one ``repetitions`` times, as the
+    paper describes: the number unmarked in a subsample of m of a group's n images, K of them
+    unmarked, is hypergeometric, so the draws are exact and O(1) each. Columns ``balanced_%``
+    (mean of the draws) and ``balanced_low_%``/``balanced_high_%`` (percentile interval) are added;
+    the mean equals the full-group rate in expectation, the interval widens as m shrinks.
+    """
+    from ..stats import wilson_interval
+
+    keys = [by] if isinstance(by, str) else list(by)
+    flags = np.asarray(unmarked, dtype=bool)
+    if len(flags) != len(records):
+        raise ValueError(f"{len(records)} records but {len(flags)} flags")
+    groups = group_indices(records, keys)
+    n = np.array([len(index) for index in groups.values()])
+    k = np.array([int(flags[index].sum()) for index in groups.values()])
+    frame = pd.DataFrame([dict(zip(keys, key)) for key in groups])
+    frame["n"] = n
+    frame["unmarked_%"] = 100 * k / n
+    low, high = wilson_interval(k, n, confidence)
+    frame["ci_low_%"], frame["ci_high_%"] = 100 * low, 100 * high
+    if balance:
+        m = int(n.min())
+        rng = np.random.default_rng(seed)
+        draws = np.stack([rng.hypergeometric(kk, nn - kk, m, size=repetitions) for kk, nn in zip(k, n)]) / m
+        tail = (1 - confidence) / 2
+        frame["sample_size"] = m
+        frame["balanced_%"] = 100 * draws.mean(axis=1)
+        frame["balanced_low_%"] = 100 * np.quantile(draws, tail, axis=1)
+        frame["balanced_high_%"] = 100 * np.quantile(draws, 1 - tail, axis=1)
+    return frame
+
+
+def prompt_sensitivity(records: pd.DataFrame, image_embeddings: np.ndarray, text_embed, prefixes: list[str],
+                       oldest_age_wordings: list[str] = tuple(OLDEST_AGE_WORDINGS.values()),
+                       race_phrases: dict[str, str] | None = None,
+                       gender_words: dict[str, str] | None = None) -> pd.DataFrame:
+    """Unmarked % per family and label for every prompt prefix × oldest-age wording.
+
+    Long table: prefix, oldest_age_wording, family, group, n, unmarked_%.
+    """
+    frames = []
+    for prefix in prefixes:
+        for wording in oldest_age_wordings:
+            person, prompts = prompt_set(prefix, wording, race_phrases, gender_words)
+            flags = unmarked_flags(image_embeddings, text_embed, prompts, person)
+            for family in FAMILIES:
+                table = unmarked_rates(records, flags[family].to_numpy(), family)
+                frames.append(pd.DataFrame({"prefix": prefix, "oldest_age_wording": wording, "family": family,
+                                            "group": table[family], "n": table["n"],
+                                            "unmarked_%": table["unmarked_%"]}))
+    return pd.concat(frames, ignore_index=True)

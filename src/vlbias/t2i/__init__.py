@@ -1,0 +1,3 @@
+"""Part IV: occupational gender bias in text-to-image models: resumable generation (`generation`),
+annotation (`annotation`), VRBS and Spearman against labour statistics (`bias`) and the CADS sampler
+(`cads`)."""
