@@ -30,6 +30,32 @@ def accuracy_summary(correct, confidence: float = 0.95) -> dict[str, float]:
             "ci_low_%": 100 * low, "ci_high_%": 100 * high}
 
 
+def unit_rows(vectors, dtype=np.float64) -> np.ndarray:
+    """Rows of ``vectors`` (one vector becomes one row) scaled to unit length, so that cosines become
+    dot products. A zero row is an error: its cosine is undefined (often an unknown word or a blank
+    image); drop it first."""
+    x = np.atleast_2d(np.asarray(vectors, dtype=dtype))
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    if np.any(norms == 0):
+        raise ValueError("a vector of zeros has no direction, so its cosine is undefined; drop it "
+                         "(often an unknown word or a blank embedding) before measuring cosines.")
+    return x / norms
+
+
+def permutation_p_value(hits: int, permutations: int) -> float:
+    """Monte Carlo permutation p-value (1 + hits) / (1 + permutations), never 0.
+
+    ``hits`` counts random permutations at least as extreme as the observed statistic; the observed
+    labelling counts as one more (Phipson and Smyth 2010). This is what
+    ``scipy.stats.permutation_test`` reports for randomised tests.
+    """
+    if permutations < 1:
+        raise ValueError(f"permutations must be at least 1, got {permutations}.")
+    if not 0 <= hits <= permutations:
+        raise ValueError(f"hits must lie between 0 and permutations={permutations}, got {hits}.")
+    return (1 + hits) / (1 + permutations)
+
+
 def self_similarity(embeddings: np.ndarray) -> float:
     """Mean pairwise cosine similarity over distinct pairs, in O(n·d).
 

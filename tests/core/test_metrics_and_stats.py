@@ -48,3 +48,30 @@ def test_accuracy_summary():
     assert summary["n"] == 4 and summary["accuracy_%"] == 75.0
     ci = stats.binomtest(3, 4).proportion_ci(method="wilson")
     assert summary["ci_low_%"] == pytest.approx(100 * ci.low) and summary["ci_high_%"] == pytest.approx(100 * ci.high)
+
+
+def test_unit_rows_gives_cosines_as_dot_products_and_refuses_a_zero_row():
+    from vlbias.stats import unit_rows
+
+    x = np.array([[3.0, 4.0], [0.0, -2.0]])
+    np.testing.assert_allclose(unit_rows(x), [[0.6, 0.8], [0.0, -1.0]])
+    np.testing.assert_allclose(unit_rows([3.0, 4.0]), [[0.6, 0.8]])  # one vector is one row
+    assert unit_rows(x, np.float32).dtype == np.float32
+    with pytest.raises(ValueError, match="vector of zeros"):
+        unit_rows([[1.0, 0.0], [0.0, 0.0]])
+
+
+def test_permutation_p_value_counts_the_observed_labelling_and_matches_scipy():
+    from vlbias.stats import permutation_p_value
+
+    assert permutation_p_value(0, 999) == pytest.approx(1 / 1000)
+    assert permutation_p_value(999, 999) == 1.0
+    # scipy's randomised two-sided test of a mean difference, recounted by hand from its null distribution
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(0.3, 1, 12), rng.normal(0, 1, 15)
+    result = stats.permutation_test((a, b), lambda x, y: np.mean(x) - np.mean(y), n_resamples=499,
+                                    alternative="greater", random_state=1)
+    hits = int(np.sum(result.null_distribution >= result.statistic * (1 - 1e-14)))
+    assert permutation_p_value(hits, 499) == pytest.approx(result.pvalue)
+    with pytest.raises(ValueError, match="hits"):
+        permutation_p_value(1000, 999)

@@ -10,9 +10,10 @@ from scipy.spatial.distance import pdist
 
 from vlbias.markedness import (balanced_draws, balanced_moments, draw_subsets, extremes, rate_gap_test,
                                released_code_draws, released_code_expectation, self_similarity_gap_test,
-                               self_similarity_table, subset_self_similarity, unit_rows, unmarked_flags,
+                               self_similarity_table, subset_self_similarity, unmarked_flags,
                                unmarked_table)
 from vlbias.metrics import self_similarity
+from vlbias.stats import unit_rows
 
 
 def planted_group(n: int, rho: float, dim: int, offset: int, rng) -> np.ndarray:

@@ -21,17 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..stats import permutation_p_value, unit_rows
+
 MAX_EXACT_PARTITIONS = 1_000_000
 MIN_MONTE_CARLO = 100_000
-
-
-def unit_rows(vectors) -> np.ndarray:
-    """Float64 rows scaled to unit length; a zero row is an error (its cosine is undefined)."""
-    x = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    if np.any(norms == 0):
-        raise ValueError("a vector of zeros has no cosine similarity; drop it (often an unknown word).")
-    return x / norms
 
 
 def association_scores(targets, A, B) -> np.ndarray:
@@ -124,7 +117,7 @@ def weat_test_from_scores(scores_x: np.ndarray, scores_y: np.ndarray, n_permutat
         rng = np.random.default_rng(seed)
         extreme = sum(int(np.count_nonzero(sums >= threshold))
                       for sums in random_subset_sums(scores, n_x, n_permutations, rng))
-        p_value, exact, used = (extreme + 1) / (n_permutations + 1), False, n_permutations
+        p_value, exact, used = permutation_p_value(extreme, n_permutations), False, n_permutations
     return WeatResult(effect_size_from_scores(scores_x, scores_y), float(p_value), float(statistic),
                       exact, used, n_x, n_y)
 

@@ -7,22 +7,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..stats import self_similarity, unit_rows
 from .groups import _in_label_order, group_indices
-
-
-def unit_rows(embeddings: np.ndarray, dtype=np.float64) -> np.ndarray:
-    """Rows scaled to unit length (cosines become dot products)."""
-    x = np.asarray(embeddings, dtype=dtype)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    if np.any(norms == 0):
-        raise ValueError("an embedding of length zero has no direction; drop it before measuring cosines")
-    return x / norms
 
 
 def self_similarity_by_group(records: pd.DataFrame, embeddings: np.ndarray, by: str | list[str]) -> pd.DataFrame:
     """Self-similarity of every group of ``records[by]`` (groups of one image are left out)."""
-    from ..stats import self_similarity
-
     keys = [by] if isinstance(by, str) else list(by)
     rows = []
     for group, index in records.groupby(keys).indices.items():

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..stats import permutation_p_value, unit_rows
 from .groups import select
 from .prompts import FAMILIES, RACES
-from .self_similarity import _row_sums, draw_subsets, unit_rows
+from .self_similarity import _row_sums, draw_subsets
 
 
 def rate_gap_test(flags_a: np.ndarray, flags_b: np.ndarray, permutations: int = 10_000, seed: int = 0) -> dict:
@@ -25,7 +26,7 @@ def rate_gap_test(flags_a: np.ndarray, flags_b: np.ndarray, permutations: int = 
     count_a = np.random.default_rng(seed).hypergeometric(pooled, n_a + n_b - pooled, n_a, size=permutations)
     null = count_a / n_a - (pooled - count_a) / n_b
     hits = np.sum(np.abs(null) >= abs(observed) - 1e-12)
-    return {"n_a": n_a, "n_b": n_b, "gap": 100 * observed, "p_value": (1 + hits) / (1 + permutations)}
+    return {"n_a": n_a, "n_b": n_b, "gap": 100 * observed, "p_value": permutation_p_value(hits, permutations)}
 
 
 def self_similarity_gap_test(embeddings_a: np.ndarray, embeddings_b: np.ndarray, permutations: int = 1_000,
@@ -56,7 +57,7 @@ def self_similarity_gap_test(embeddings_a: np.ndarray, embeddings_b: np.ndarray,
         s_b = (np.einsum("rd,rd->r", sum_b, sum_b) - n_b) / (n_b * (n_b - 1))
         null[start:stop] = s_a - s_b
     hits = np.sum(np.abs(null) >= abs(observed) - 1e-12)
-    return {"n_a": n_a, "n_b": n_b, "gap": observed, "p_value": (1 + hits) / (1 + permutations)}
+    return {"n_a": n_a, "n_b": n_b, "gap": observed, "p_value": permutation_p_value(hits, permutations)}
 
 
 def headline_comparisons() -> list[tuple[str, str, dict, dict]]:

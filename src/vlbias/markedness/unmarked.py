@@ -7,7 +7,7 @@ import pandas as pd
 
 from .groups import _in_label_order, group_indices
 from .prompts import FAMILIES, OLDEST_AGE_WORDINGS, PERSON_PROMPT, label_prompts, prompt_set
-from .self_similarity import unit_rows
+from ..stats import unit_rows
 
 
 def is_unmarked(person_scores: np.ndarray, label_scores: np.ndarray) -> np.ndarray:
