@@ -17,7 +17,7 @@ def test_label_prompts_follow_released_code():
     assert prompts["gender"]["Female"] == "a photo of a female person"
     assert prompts["age"]["20-29"] == "a photo of a person between 20 and 29 years old"
     assert prompts["age"]["more than 70"] == "a photo of a person 70 or more years old"
-    assert label_prompts("a photo of a person more than 70 years old")["age"]["more than 70"].endswith("more than 70 years old")
+    assert label_prompts(oldest_age_wording="more than 70 years old")["age"]["more than 70"].endswith("more than 70 years old")
     assert len(RACES) * len(GENDERS) * len(AGES) == 126
 
 

@@ -6,7 +6,6 @@ import re
 from typing import Iterable, Mapping
 
 import numpy as np
-import pandas as pd
 
 #: spellings of one colour: a foil must change the colour, not its spelling
 COLOUR_ALIASES = {"gray": "grey"}
@@ -38,52 +37,6 @@ def replace_words(text: str, replacements: Mapping[str, str]) -> str:
     casing of the word it replaces."""
     lowered = {k.lower(): v for k, v in replacements.items()}
     return _pattern(lowered).sub(lambda m: _match_case(m.group(0), lowered[m.group(0).lower()]), text)
-
-
-def random_foil(text: str, vocabulary: Iterable[str], targets: Iterable[str], rng: np.random.Generator,
-                aliases: Mapping[str, str] = COLOUR_ALIASES) -> tuple[str, dict[str, str]] | None:
-    """Replace every vocabulary word in ``text`` by a random target naming another colour.
-
-    ``aliases`` maps spellings to one name (gray -> grey), so "gray" is never foiled by "grey".
-    Returns (foil, mapping) or None when the text holds no vocabulary word.
-    """
-    found = list(dict.fromkeys(find_words(text, vocabulary)))
-    if not found:
-        return None
-    targets = list(targets)
-    canonical = {k.lower(): v.lower() for k, v in aliases.items()}
-    same = lambda a, b: canonical.get(a.lower(), a.lower()) == canonical.get(b.lower(), b.lower())  # noqa: E731
-    mapping = {}
-    for word in found:
-        choices = [t for t in targets if not same(t, word)]
-        if not choices:
-            raise ValueError(f"no foil target differs from {word!r}")
-        mapping[word] = choices[int(rng.integers(len(choices)))]
-    return replace_words(text, mapping), mapping
-
-
-def foil_first_matching_caption(records: pd.DataFrame, vocabulary: Iterable[str], targets: Iterable[str],
-                                seed: int = 0, max_images: int | None = None) -> pd.DataFrame:
-    """One (caption, foil) per image: its first caption that holds a vocabulary word.
-
-    ``records`` has one row per image with a ``captions`` list (the COCO and Flickr30k loaders'
-    records). Returns columns ``index`` (row position), ``image_id``, ``caption``, ``foil``,
-    ``replaced`` ("red->blue; ...").
-    """
-    vocabulary, targets = list(vocabulary), list(targets)
-    rng = np.random.default_rng(seed)
-    rows = []
-    for position, (image_id, captions) in enumerate(zip(records["image_id"], records["captions"])):
-        for caption in captions:
-            made = random_foil(caption, vocabulary, targets, rng)
-            if made:
-                replaced = "; ".join(f"{a}->{b}" for a, b in made[1].items())
-                rows.append({"index": position, "image_id": image_id, "caption": caption, "foil": made[0],
-                             "replaced": replaced})
-                break
-        if max_images is not None and len(rows) >= max_images:
-            break
-    return pd.DataFrame(rows, columns=["index", "image_id", "caption", "foil", "replaced"])
 
 
 # --------------------------------------------------------------------------- k distinct foils

@@ -25,14 +25,18 @@ FAMILIES = ("race", "gender", "age")
 LABEL_ORDER = {"race": RACES, "gender": GENDERS, "age": AGES}
 
 
-def label_prompts(oldest_age_template: str | None = None, prefix: str = "a photo of",
+#: the oldest group's age wording: the released code's, and the paper's text
+OLDEST_AGE_WORDINGS = {"code": "70 or more years old", "paper": "more than 70 years old"}
+
+
+def label_prompts(prefix: str = "a photo of", oldest_age_wording: str = OLDEST_AGE_WORDINGS["code"],
                   race_phrases: dict[str, str] | None = None,
                   gender_words: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
     """Prompt per label, per family (race, gender, age), as in the released code.
 
     ``prefix`` opens every prompt ("a photo of" in the paper; vary it to test prompt sensitivity).
-    ``oldest_age_template`` is the whole prompt for "more than 70" (default
-    "<prefix> a person 70 or more years old", the code's; the paper's text says "more than 70 years old").
+    ``oldest_age_wording`` ends the prompt of the oldest group: "<prefix> a person 70 or more years
+    old" in the code (the default), "more than 70 years old" in the paper's text.
     ``race_phrases`` (label -> "a Black", ...) and ``gender_words`` (label -> "female", ...) replace
     the released code's phrasings for the labels they name.
     """
@@ -44,17 +48,12 @@ def label_prompts(oldest_age_template: str | None = None, prefix: str = "a photo
     for label in AGES[:-1]:
         low, high = label.split("-")
         age[label] = f"{prefix} a person between {low} and {high} years old"
-    age[AGES[-1]] = oldest_age_template or f"{prefix} a person 70 or more years old"
+    age[AGES[-1]] = f"{prefix} a person {oldest_age_wording}"
     return {"race": race, "gender": gender, "age": age}
-
-
-#: the oldest group's age wording: the released code's, and the paper's text
-OLDEST_AGE_WORDINGS = {"code": "70 or more years old", "paper": "more than 70 years old"}
 
 
 def prompt_set(prefix: str = "a photo of", oldest_age_wording: str = OLDEST_AGE_WORDINGS["code"],
                race_phrases: dict[str, str] | None = None, gender_words: dict[str, str] | None = None
                ) -> tuple[str, dict[str, dict[str, str]]]:
     """The person prompt and the label prompts for one prompt prefix ("a photo of" → "a photo of a person")."""
-    return f"{prefix} a person", label_prompts(f"{prefix} a person {oldest_age_wording}", prefix=prefix,
-                                               race_phrases=race_phrases, gender_words=gender_words)
+    return f"{prefix} a person", label_prompts(prefix, oldest_age_wording, race_phrases, gender_words)
