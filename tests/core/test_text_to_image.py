@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from vlbias.errors import ModelUnavailableError
 from vlbias.models import load_text_to_image, tiny_checkpoint
 
 STEPS = 3  # enough for the scheduler's multistep path; tiny images take milliseconds per step
@@ -91,7 +92,7 @@ def test_one_seed_per_prompt_is_required(sd):
 
 def test_unavailable_hub_id_fails_fast_with_a_clear_message():
     start = time.perf_counter()
-    with pytest.raises(OSError, match="no-such-org/no-such-pipeline") as error:
+    with pytest.raises(ModelUnavailableError, match="no-such-org/no-such-pipeline") as error:
         load_text_to_image("no-such-org/no-such-pipeline", device="cpu")
     assert time.perf_counter() - start < 60  # offline hub calls must not retry for minutes
     assert "download" in str(error.value)

@@ -17,7 +17,7 @@ def test_files_are_found_by_suffix_without_importing():
         assets.package_file("numpy", ".py")  # many files match
 
 
-def test_asset_specs():
-    assert assets.resolve_asset_spec("bert-base-uncased") == "bert-base-uncased"
-    with pytest.raises(ValueError, match="unknown asset"):
-        assets.resolve_asset_spec("asset:nothing")
+def test_named_assets_are_located_and_unknown_names_listed():
+    assert (assets.locate_asset("minilm-l6") / "config.json").is_file()
+    with pytest.raises(ValueError, match="unknown asset 'nothing'; known: minilm-l6"):
+        assets.locate_asset("nothing")

@@ -140,10 +140,9 @@ def load_sentence_encoder(spec: str, device: str = "cpu"):
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from ..assets import resolve_asset_spec
     from ..models.language import locate_checkpoint
 
-    location = locate_checkpoint(resolve_asset_spec(spec)).path
+    location = locate_checkpoint(spec).path
     tokenizer = AutoTokenizer.from_pretrained(location)
     model = AutoModel.from_pretrained(location).to(device).eval()
 

@@ -8,12 +8,14 @@ See :mod:`vlbias.models.spec` for the spec forms.
 
 from __future__ import annotations
 
+from ..errors import ModelUnavailableError
 from .base import ImageTextModel, LanguageModel, TextToImageModel
-from .spec import ModelSpec, parse_spec
+from .spec import ModelSpec, locate, parse_spec
 from .tiny import TINY_BUILDERS, register_tiny, tiny_checkpoint
 
 __all__ = [
-    "ImageTextModel", "LanguageModel", "TextToImageModel", "ModelSpec", "parse_spec",
+    "ImageTextModel", "LanguageModel", "TextToImageModel", "ModelSpec", "parse_spec", "locate",
+    "ModelUnavailableError",
     "TINY_BUILDERS", "register_tiny", "tiny_checkpoint",
     "load_image_text_model", "load_language_model", "load_text_to_image",
 ]

@@ -18,14 +18,10 @@ import torch
 from PIL import Image
 
 from ..device import resolve_device, resolve_dtype
+from ..errors import ModelUnavailableError, is_unavailable
 from ._batching import batches
 from .base import ImageTextModel
-from .spec import ModelSpec, parse_spec
-from .tiny import tiny_checkpoint
-
-
-class ModelUnavailableError(OSError):
-    """A model spec that names no local checkpoint and could not be fetched."""
+from .spec import ModelSpec, locate, parse_spec
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -390,12 +386,12 @@ def load_image_text_model(spec: str | ModelSpec, device=None, half: bool | None 
     device = resolve_device(device)
     dtype = resolve_dtype(device, half)
     if parsed.source == "tiny":
-        checkpoint = tiny_checkpoint(parsed.name)
+        checkpoint = Path(locate(parsed))
         model = _load_directory(parsed, checkpoint, device, dtype)
         model.weights_id = f"{parsed.raw}@{checkpoint.name}"  # a rebuilt fixture never reuses old caches
         return model
-    if parsed.source == "local":
-        return _load_directory(parsed, Path(parsed.name), device, dtype)
+    if parsed.source in ("local", "asset"):
+        return _load_directory(parsed, Path(locate(parsed)), device, dtype)
     if parsed.source == "open_clip" or parsed.name.startswith("hf-hub:"):
         model_name, pretrained = parsed.name, parsed.tag
         if model_name.startswith("hf-hub:") and pretrained:  # the repo id was split at its slash
@@ -404,8 +400,7 @@ def load_image_text_model(spec: str | ModelSpec, device=None, half: bool | None 
         try:
             return OpenClipModel(parsed.raw, model_name, pretrained, device, dtype)
         except (RuntimeError, OSError) as error:
-            message = str(error)
-            if any(word in message for word in ("download", "offline", "HF Hub", "connect", "Connection")):
+            if is_unavailable(error):
                 raise _unavailable(parsed, error) from None
             raise
     config = _hub_config(parsed)

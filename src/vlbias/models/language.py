@@ -38,10 +38,11 @@ import numpy as np
 import torch
 
 from ..device import resolve_device, resolve_dtype
+from ..errors import ModelUnavailableError
 from ._batching import batches
 from .base import LanguageModel
-from .spec import parse_spec
-from .tiny import register_tiny, tiny_checkpoint
+from .spec import locate, parse_spec
+from .tiny import register_tiny
 
 KINDS = ("masked", "causal")
 
@@ -62,14 +63,8 @@ class CheckpointLocation:
 def locate_checkpoint(spec: str) -> CheckpointLocation:
     """Resolve a spec to a ``from_pretrained`` location (GGUF files included)."""
     parsed = parse_spec(spec)
-    if parsed.source == "tiny":
-        return locate_local(tiny_checkpoint(parsed.name))
-    if parsed.source == "local":
-        return locate_local(Path(parsed.name))
-    if parsed.source == "hf":
-        return CheckpointLocation(parsed.name)
-    raise ValueError(f"{spec!r} is an open_clip spec; language models are Hugging Face checkpoints "
-                     "(hub ids, local directories or .gguf files).")
+    location = locate(parsed)
+    return CheckpointLocation(location) if parsed.source == "hf" else locate_local(Path(location))
 
 
 def locate_local(path: Path) -> CheckpointLocation:
@@ -88,8 +83,8 @@ def locate_local(path: Path) -> CheckpointLocation:
     raise FileNotFoundError(f"{path} has neither a config.json nor a .gguf file.")
 
 
-def unavailable_error(spec: str, error: Exception) -> OSError:
-    return OSError(
+def unavailable_error(spec: str, error: Exception) -> ModelUnavailableError:
+    return ModelUnavailableError(
         f"Could not load language model {spec!r}: {type(error).__name__}: {error}\n"
         "If it is a Hugging Face hub id, download it first while online (e.g. `hf download <id>`) "
         "or give the path of a local directory or .gguf file; offline runs (HF_HUB_OFFLINE=1) only "

@@ -7,6 +7,10 @@ Accepted forms::
     ViT-B-32/openai               when the name is an open_clip architecture)
     hf:openai/clip-vit-base-patch32   Hugging Face hub id (prefix optional)
     /path/to/checkpoint           a local directory saved by save_pretrained or open_clip
+    asset:smollm2-135m            a model a pip package carries (see :data:`vlbias.assets.NAMED_ASSETS`)
+
+:func:`parse_spec` owns this grammar and :func:`locate` turns a parsed spec into the place a
+``from_pretrained`` loader reads; the loaders switch on nothing else.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ from pathlib import Path
 class ModelSpec:
     """A parsed spec string.
 
-    ``source`` is one of ``"tiny"``, ``"open_clip"``, ``"hf"`` (hub id) or ``"local"``.
-    ``name`` is the tiny name, the open_clip architecture, the hub id or the directory.
+    ``source`` is one of ``"tiny"``, ``"open_clip"``, ``"hf"`` (hub id), ``"local"`` or ``"asset"``.
+    ``name`` is the tiny name, the open_clip architecture, the hub id, the directory or the asset name.
     ``tag`` is the open_clip pretrained tag (``None`` elsewhere).
     """
 
@@ -56,6 +60,14 @@ def parse_spec(spec: str | ModelSpec) -> ModelSpec:
         return ModelSpec(raw, "open_clip", name, tag or None)
     if raw.startswith("hf:"):
         return ModelSpec(raw, "hf", raw[len("hf:"):])
+    if raw.startswith("asset:"):
+        from ..assets import NAMED_ASSETS
+
+        name = raw[len("asset:"):]
+        if name not in NAMED_ASSETS:
+            raise ValueError(f"Unknown asset {name!r} in model spec {raw!r}; known: "
+                             f"{', '.join('asset:' + known for known in sorted(NAMED_ASSETS))}.")
+        return ModelSpec(raw, "asset", name)
     path = Path(raw).expanduser()
     if path.exists():
         return ModelSpec(raw, "local", str(path.resolve()))
@@ -65,3 +77,25 @@ def parse_spec(spec: str | ModelSpec) -> ModelSpec:
     if tag and name in _open_clip_architectures():
         return ModelSpec(raw, "open_clip", name, tag)
     return ModelSpec(raw, "hf", raw)
+
+
+def locate(spec: str | ModelSpec) -> str:
+    """Where a ``from_pretrained`` loader reads ``spec``: a hub id, a directory or a file.
+
+    ``tiny:`` fixtures are built into the cache on first use and ``asset:`` models are found inside
+    their pip package (converted once where needed); both come back as local paths. open_clip
+    specs have no such place: :func:`vlbias.models.load_image_text_model` loads them.
+    """
+    parsed = parse_spec(spec)
+    if parsed.source == "tiny":
+        from .tiny import tiny_checkpoint
+
+        return str(tiny_checkpoint(parsed.name))
+    if parsed.source == "asset":
+        from ..assets import locate_asset
+
+        return str(locate_asset(parsed.name))
+    if parsed.source == "open_clip":
+        raise ValueError(f"{parsed.raw!r} is an open_clip spec: only load_image_text_model loads it. This loader "
+                         "needs a Hugging Face checkpoint (hub id, local directory, tiny: or asset: spec).")
+    return parsed.name  # a hub id or a resolved local path

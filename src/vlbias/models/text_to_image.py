@@ -22,22 +22,13 @@ from PIL import Image
 from tqdm import tqdm  # text bars: widgets would need ipywidgets
 
 from ..device import resolve_device, resolve_dtype
+from ..errors import ModelUnavailableError
 from .base import TextToImageModel
-from .spec import parse_spec
-from .tiny import register_tiny, tiny_checkpoint
+from .spec import locate
+from .tiny import register_tiny
 
 #: generators are created here, whatever device the pipeline runs on (portable seeds)
 GENERATOR_DEVICE = "cpu"
-
-
-def locate_pipeline(spec: str) -> str:
-    """A ``from_pretrained`` location (directory or hub id) for a spec."""
-    parsed = parse_spec(spec)
-    if parsed.source == "tiny":
-        return str(tiny_checkpoint(parsed.name))
-    if parsed.source in ("local", "hf"):
-        return parsed.name
-    raise ValueError(f"{spec!r} is an open_clip spec, not a diffusers pipeline.")
 
 
 def load_text_to_image(spec: str, device=None, half: bool | None = None,
@@ -51,7 +42,7 @@ def load_text_to_image(spec: str, device=None, half: bool | None = None,
     from diffusers import DiffusionPipeline
 
     spec = str(spec)
-    location = locate_pipeline(spec)
+    location = locate(spec)
     device = resolve_device(device)
     dtype = resolve_dtype(device, half)
     try:
@@ -61,7 +52,7 @@ def load_text_to_image(spec: str, device=None, half: bool | None = None,
         pipeline = DiffusionPipeline.from_pretrained(location, dtype=dtype, safety_checker=None,
                                                      requires_safety_checker=False)
     except (OSError, ValueError) as error:  # missing files, offline hub, unknown id
-        raise OSError(
+        raise ModelUnavailableError(
             f"Could not load text-to-image pipeline {spec!r}: {type(error).__name__}: {error}\n"
             "Download it first while online (e.g. `hf download CompVis/stable-diffusion-v1-4`) or give "
             "the path of a directory saved with save_pretrained; offline runs (HF_HUB_OFFLINE=1) only "
