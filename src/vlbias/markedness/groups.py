@@ -35,3 +35,8 @@ def with_group_label(table: pd.DataFrame, keys: list[str], column: str = "group"
     result = table.copy()
     result.insert(0, column, result[list(keys)].astype(str).agg(", ".join, axis=1))
     return result
+
+
+def selected(records: pd.DataFrame, where: np.ndarray | None = None) -> np.ndarray:
+    """A boolean mask of the records to measure: ``where`` itself, or every record when it is None."""
+    return np.ones(len(records), bool) if where is None else np.asarray(where, bool)

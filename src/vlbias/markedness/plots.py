@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .prompts import AGES
+from .prompts import AGES, FAMILIES, LABEL_ORDER
 
 
 def plot_by_age(table: pd.DataFrame, value: str, low: str, high: str, hue: str | list[str], ax=None,
@@ -59,3 +59,69 @@ def plot_bars(table: pd.DataFrame, key: str, value: str, low: str, high: str, ax
     ax.set(title=title, ylabel=ylabel)
     ax.legend(fontsize="small")
     return ax
+
+
+def _family_panels(families, figsize, sharey=True, widths=True):
+    import matplotlib.pyplot as plt
+
+    # panel widths follow the number of labels, so every bar or point gets the same room
+    gridspec = {"width_ratios": [len(LABEL_ORDER[f]) for f in families]} if widths else None
+    return plt.subplots(1, len(families), figsize=figsize, gridspec_kw=gridspec, sharey=sharey)
+
+
+def _published_points(published: pd.DataFrame | None, family: str, measure: str):
+    if published is None:
+        return None
+    return published[(published["family"] == family) & (published["measure"] == measure)]
+
+
+def plot_family_bars(tables: dict[str, pd.DataFrame], value: str, low: str, high: str, titles: dict[str, str],
+                     ylabel: str, published: pd.DataFrame | None = None, measure: str = "",
+                     figsize=(13, 4)):
+    """One :func:`plot_bars` panel per family (``tables``: family -> its groups' table, in panel order),
+    the paper's ``measure`` of that family as crosses; only the first panel carries ``ylabel``.
+
+    Defined for the per-family figures of ``01a_self_similarity`` (Tables 1-3) and
+    ``01b_markedness`` (Figures 4-6). Returns ``(fig, axes)``.
+    """
+    fig, axes = _family_panels(list(tables), figsize)
+    for index, (ax, (family, table)) in enumerate(zip(axes, tables.items())):
+        plot_bars(table, "group", value, low, high, ax=ax, title=titles[family], ylabel=ylabel if index == 0 else "",
+                  published=_published_points(published, family, measure))
+    return fig, axes
+
+
+def plot_families_by_age(tables: dict[str, pd.DataFrame], value: str, low: str, high: str, hue: str | list[str],
+                         titles: dict[str, str], ylabel: str, published: pd.DataFrame | None = None,
+                         measure: str = "", figsize=(13, 4.2)):
+    """One :func:`plot_by_age` panel per family's labels (``tables``: family -> table, in panel order).
+
+    Defined for ``01b_markedness`` (Figures 7-11: the same groups measured on each family's labels).
+    Returns ``(fig, axes)``.
+    """
+    fig, axes = _family_panels(list(tables), figsize, widths=False)
+    for ax, (family, table) in zip(axes, tables.items()):
+        plot_by_age(table, value, low, high, hue, ax=ax, title=titles[family], ylabel=ylabel,
+                    published=_published_points(published, family, measure))
+    return fig, axes
+
+
+def plot_across(table: pd.DataFrame, value: str, series: str, ylabel: str, title: str = "{family}",
+                ylim=None, figsize=(13, 4)):
+    """One panel per family (race, gender, age): ``value`` per group, one line per ``series`` value
+    (a model, a prompt prefix), in the table's order. ``title`` is formatted with ``family``.
+
+    Defined for the comparisons across models (``01a_self_similarity``, ``01b_markedness``) and
+    across prompt prefixes (``01b_markedness``). Returns ``(fig, axes)``.
+    """
+    fig, axes = _family_panels(FAMILIES, figsize)
+    for ax, family in zip(axes, FAMILIES):
+        part = table[table["family"] == family]
+        for name, rows in part.groupby(series, sort=False):
+            ax.plot(rows["group"].astype(str), rows[value], marker="o", label=name)
+        ax.set(title=title.format(family=family), ylabel=ylabel if family == FAMILIES[0] else "")
+        if ylim is not None:
+            ax.set(ylim=ylim)
+        ax.tick_params(axis="x", rotation=60)
+    axes[-1].legend(fontsize="small")
+    return fig, axes

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .. import book
+
 
 def published_as_unmarked(published: pd.DataFrame) -> pd.DataFrame:
     """The paper states some rates as *marked*; restate them as unmarked (100 − value, bounds flipped)."""
@@ -18,8 +20,13 @@ def published_as_unmarked(published: pd.DataFrame) -> pd.DataFrame:
 
 
 def bounds_check(ours: pd.DataFrame, published: pd.DataFrame, measure: str, value: str,
-                 label: str = "group") -> pd.DataFrame:
-    """Rows of ``ours`` the paper bounds (``<measure>_min``/``_max``): the bound, our value, whether it holds."""
+                 label: str = "group", family: str | None = None) -> pd.DataFrame:
+    """Rows of ``ours`` the paper bounds (``<measure>_min``/``_max``): the bound, our value, whether it holds.
+
+    ``family`` keeps only the published rows of that family (``race``, ``gender×age``, ...).
+    """
+    if family is not None:
+        published = published[published["family"] == family]
     rows = []
     for kind, sign in (("min", "≥"), ("max", "≤")):
         bounds = published[published["measure"] == f"{measure}_{kind}"]
@@ -54,3 +61,17 @@ def table4_counts(extremes_table: pd.DataFrame) -> pd.DataFrame:
         "most 10: White": (most.race == "White").sum(),
     }
     return pd.DataFrame({"group": list(counts), "ours": [int(v) for v in counts.values()]})
+
+
+def styled_beside_published(table: pd.DataFrame, family: str, caption: str, *, published: pd.DataFrame,
+                            measure: str, precision: int = 3, label: str = "published (paper)"):
+    """``table`` (one row per group) with the paper's ``measure`` for ``family`` beside it, the
+    group-key columns dropped, styled with ``precision`` decimals and ``caption``.
+
+    Defined for ``01a_self_similarity`` and ``01b_markedness`` (their ``shown``), which fix
+    ``published``, ``measure`` and ``precision`` once with ``functools.partial``.
+    """
+    columns = [c for c in table.columns if c not in ("race", "gender", "age")]
+    beside = book.beside_published(table[columns], published[published["family"] == family], measure,
+                                   on={"group": "group"}, label=label)
+    return beside.style.format(precision=precision).hide(axis="index").set_caption(caption)

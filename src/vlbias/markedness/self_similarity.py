@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats import self_similarity, unit_rows
-from .groups import _in_label_order, group_indices
+from .groups import _in_label_order, group_indices, selected, with_group_label
 
 
 def self_similarity_by_group(records: pd.DataFrame, embeddings: np.ndarray, by: str | list[str]) -> pd.DataFrame:
@@ -317,3 +317,18 @@ def extremes(table: pd.DataFrame, column: str = "mean", k: int = 10) -> pd.DataF
     ranked.insert(0, "rank", np.arange(1, len(ranked) + 1))
     top, bottom = ranked.head(k).assign(end="most"), ranked.tail(k).iloc[::-1].assign(end="least")
     return pd.concat([top, bottom], ignore_index=True)
+
+
+def self_similarity_by(records: pd.DataFrame, embeddings: np.ndarray, by: str | list[str],
+                       where: np.ndarray | None = None, **table_options) -> pd.DataFrame:
+    """:func:`self_similarity_table` of every group of ``by`` among the records ``where`` selects
+    (all by default), with a ``group`` column named as the published file names it.
+
+    Defined for ``01a_self_similarity``, which fixes the estimator settings once
+    (``functools.partial``) and asks for one comparison per table or figure; ``table_options``
+    go to :func:`self_similarity_table` (``estimator=``, ``repetitions=``, ``cells=``, ...).
+    """
+    keys = [by] if isinstance(by, str) else list(by)
+    mask = selected(records, where)
+    table = self_similarity_table(records[mask], embeddings[mask], keys, **table_options)
+    return with_group_label(table, keys)

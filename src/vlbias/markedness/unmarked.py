@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .groups import _in_label_order, group_indices
-from .prompts import FAMILIES, OLDEST_AGE_WORDINGS, PERSON_PROMPT, label_prompts, prompt_set
+from .groups import _in_label_order, group_indices, selected, with_group_label
 from ..stats import unit_rows
+from .prompts import FAMILIES, OLDEST_AGE_WORDINGS, PERSON_PROMPT, label_prompts, prompt_set
 
 
 def is_unmarked(person_scores: np.ndarray, label_scores: np.ndarray) -> np.ndarray:
@@ -106,3 +106,25 @@ def prompt_sensitivity(records: pd.DataFrame, image_embeddings: np.ndarray, text
                                             "group": table[family], "n": table["n"],
                                             "unmarked_%": table["unmarked_%"]}))
     return pd.concat(frames, ignore_index=True)
+
+
+def unmarked_by(records: pd.DataFrame, flags: pd.DataFrame, family: str, by: str | list[str],
+                where: np.ndarray | None = None, **table_options) -> pd.DataFrame:
+    """:func:`unmarked_table` of ``family``'s labels (a column of :func:`unmarked_flags`) per group
+    of ``by`` among the records ``where`` selects (all by default), with a ``group`` column.
+
+    Defined for ``01b_markedness``: ``rates = partial(unmarked_by, records, flags, balance=...)``,
+    then ``rates("age", ["gender", "age"])``; ``table_options`` go to :func:`unmarked_table`.
+    """
+    keys = [by] if isinstance(by, str) else list(by)
+    mask = selected(records, where)
+    table = unmarked_table(records[mask], flags[family].to_numpy()[mask], keys, **table_options)
+    return with_group_label(table, keys)
+
+
+def unmarked_columns(balance: bool) -> tuple[str, str, str]:
+    """The (rate, interval low, interval high) columns of :func:`unmarked_table` to report: the
+    balanced-subsample ones when ``balance``, else the whole groups' (``01b_markedness``)."""
+    if balance:
+        return "balanced_%", "balanced_low_%", "balanced_high_%"
+    return "unmarked_%", "ci_low_%", "ci_high_%"
