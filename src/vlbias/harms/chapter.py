@@ -18,6 +18,17 @@ from . import measures as harms
 from .weat import weat_test
 
 
+#: where a Part III page's numbers come from: the chapter's simulation only, or also a real model
+SOURCES = ("simulated", "model")
+
+
+def check_source(source: str) -> str:
+    """``source`` if it is one of :data:`SOURCES`, else the error that names the choices (03a-03e)."""
+    if source not in SOURCES:
+        raise ValueError(f"source must be 'simulated' or 'model', got {source!r}")
+    return source
+
+
 @lru_cache(maxsize=1)
 def chapter_inputs() -> dict:
     """The chapter's simulated inputs and printed numbers (``source`` says where they come from)."""
