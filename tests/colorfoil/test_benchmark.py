@@ -177,3 +177,23 @@ def test_dual_and_pairwise_paths_score_alike(coco):
     np.testing.assert_allclose(by_dual[1], texts @ image, atol=1e-5)
     cached = cf.score_benchmark(dual, coco, bench, chunk_size=2, progress=False)
     np.testing.assert_allclose(cached, by_dual, atol=1e-6)
+
+
+def test_benchmarks_are_read_where_construction_saved_them_or_rebuilt_alike(coco, tmp_path):
+    options = dict(colour_selection="css3", seed=3, max_foils=2, progress=False)
+    built = cf.benchmarks_for({"coco": coco}, None, foil_type_name="colour", caption_choices={"coco": "first"}, **options)
+    cf.save_benchmark(built["coco"], tmp_path / "bench", cf.benchmark_name("colour", "coco"))
+    read = cf.benchmarks_for({"coco": coco}, tmp_path / "bench", foil_type_name="colour")
+    assert read["coco"]["foils"].tolist() == built["coco"]["foils"].tolist() == \
+        cf.build_benchmark(coco, **options)["foils"].tolist()
+    every = cf.benchmarks_for({"coco": coco}, caption_choices={"coco": "all"}, progress=False)
+    assert len(every["coco"]) == 6  # the data set's own caption choice is used
+
+
+def test_data_sets_without_a_foilable_caption_are_left_out_and_none_left_is_an_error(coco):
+    benchmarks = {"coco": cf.build_benchmark(coco, progress=False),
+                  "other": cf.build_benchmark(coco, progress=False).iloc[:0]}
+    kept, empty = cf.with_foils({"coco": coco, "other": coco}, benchmarks, "colour")
+    assert list(kept) == ["coco"] and empty == ["other"]
+    with pytest.raises(ValueError, match="No caption of any data set holds a colour word"):
+        cf.with_foils({"other": coco}, benchmarks, "colour")

@@ -249,6 +249,45 @@ def save_benchmark(benchmark: pd.DataFrame, directory: str | Path, name: str) ->
     return path
 
 
+def benchmark_name(foil_type_name: str, dataset_name: str) -> str:
+    """The file stem under which the construction page (02a) saves a benchmark and 02b finds it."""
+    return f"colorfoil-{foil_type_name}-{dataset_name}"
+
+
+def benchmarks_for(datasets: Mapping[str, object], benchmark_dir: str | Path | None = None, *,
+                   foil_type_name: str = "colour", caption_choices: Mapping[str, str] | None = None,
+                   **build_options) -> dict[str, pd.DataFrame]:
+    """The benchmark of every data set (name -> COCO or Flickr30k loader): read from ``benchmark_dir``
+    where the construction page saved them, or, when it is None, built again with
+    :func:`build_benchmark` (``build_options``: ``seed``, ``targets``, ... ; the same seed gives the
+    same foils). ``caption_choices`` gives each data set's ``caption_choice``.
+
+    Defined for ``02b_colorfoil_evaluation``.
+    """
+    if benchmark_dir:
+        return {name: load_benchmark(Path(benchmark_dir) / f"{benchmark_name(foil_type_name, name)}-v{BENCHMARK_VERSION}.jsonl")
+                for name in datasets}
+    choices = caption_choices or {}
+    return {name: build_benchmark(dataset, foil_type_name=foil_type_name, caption_choice=choices.get(name, "first"),
+                                  **build_options)
+            for name, dataset in datasets.items()}
+
+
+def with_foils(datasets: Mapping[str, object], benchmarks: Mapping[str, pd.DataFrame],
+               foil_type_name: str = "colour") -> tuple[dict[str, object], list[str]]:
+    """The data sets whose benchmark has at least one pair, and the names of those left out.
+
+    Raises ``ValueError`` when none is left: no caption holds a word of the foil type, so there is
+    nothing to evaluate. Defined for ``02b_colorfoil_evaluation``.
+    """
+    empty = [name for name in datasets if not len(benchmarks[name])]
+    kept = {name: dataset for name, dataset in datasets.items() if name not in empty}
+    if not kept:
+        raise ValueError(f"No caption of any data set holds a {foil_type_name} word: nothing to evaluate. "
+                         "Choose another foil_type or data set.")
+    return kept, empty
+
+
 def load_benchmark(path: str | Path) -> pd.DataFrame:
     """A benchmark written by :func:`save_benchmark`, with its settings in ``attrs``."""
     path = Path(path)
@@ -461,13 +500,6 @@ def per_colour_accuracy(benchmark: pd.DataFrame, scores: np.ndarray, k: int = 1,
 
 
 #: paper's name of each full-profile model, to match our rows with the published Table 1
-PAPER_MODEL_NAMES = {
-    "openai/clip-vit-base-patch32": "CLIP", "kakaobrain/align-base": "ALIGN", "BAAI/AltCLIP": "AltCLIP",
-    "CIDAS/clipseg-rd64-refined": "CLIPSeg", "nvidia/groupvit-gcc-yfcc": "GroupViT",
-    "dandelin/vilt-b32-finetuned-coco": "ViLT", "BridgeTower/bridgetower-base-itm-mlm": "BridgeTower",
-}
-
-
 #: our construction counts -> the paper's count of the same thing (colorfoil_counts_samin2024.csv)
 COUNTS_BESIDE_PUBLISHED = {
     "captions considered": "image_caption_pairs",
