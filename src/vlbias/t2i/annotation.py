@@ -43,6 +43,20 @@ RACE_PROMPTS: dict[str, list[str]] = {
 } | {"no person": ["a photo with no people in it"]}
 
 
+#: the probes of ``04d_extensions``: name -> its default prompts
+PROBES: dict[str, dict[str, list[str]]] = {"skin tone": SKIN_TONE_PROMPTS, "race": RACE_PROMPTS}
+
+
+def probe_prompts(probe: str, prompts: Mapping[str, str | Sequence[str]] | None = None):
+    """The label prompts of a probe of :data:`PROBES` (``prompts`` replaces its defaults).
+
+    An unknown ``probe`` is an error naming the known ones. Defined for ``04d_extensions``.
+    """
+    if probe not in PROBES:
+        raise ValueError(f"probe must be one of {list(PROBES)} or None, got {probe!r}")
+    return prompts or PROBES[probe]
+
+
 def _prompt_lists(prompts: Mapping[str, str | Sequence[str]]) -> dict[str, list[str]]:
     if not prompts:
         raise ValueError("prompts must name at least one label")
@@ -221,3 +235,12 @@ def simulated_annotations(truth: pd.Series, annotators: Sequence[str] = ("a1", "
                 given = rng.choice([label for label in labels if label != value])
             rows.append({"image": image, "annotator": who, "label": given})
     return pd.DataFrame(rows)
+
+
+def write_simulated_annotations(truth: pd.Series, path: str | Path, seed: int = 0) -> Path:
+    """:func:`simulated_annotations` of ``truth`` written to ``path`` in the import format that
+    :func:`read_annotations` reads: the demo's stand-in for a human annotation file
+    (``04b_annotation_and_metrics`` with ``human_annotations="fixture"``)."""
+    path = Path(path)
+    simulated_annotations(truth, seed=seed).to_csv(path, index=False)
+    return path
