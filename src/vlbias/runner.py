@@ -328,7 +328,7 @@ def _add_last_good_run_note(app, docname: str, source: list[str]) -> None:
         noted.discard(docname)
         return
     notebook = json.loads(source[0])
-    notebook["cells"].insert(0, {"cell_type": "markdown", "metadata": {}, "source": note})
+    notebook["cells"].insert(0, {"cell_type": "markdown", "id": "vlbias-last-good-run", "metadata": {}, "source": note})
     source[0] = json.dumps(notebook)
     noted.add(docname)
 
