@@ -101,12 +101,12 @@ def chunk_path(directory: Path, index: int) -> Path:
 
 
 @contextmanager
-def explained_write_errors(target: Path, needed_bytes: int | None = None) -> Iterator[None]:
+def explained_write_errors(target: Path | None, needed_bytes: int | None = None) -> Iterator[None]:
     """Turn a full disk or a read-only folder into an error that says what to do."""
     try:
         yield
     except OSError as error:
-        text = str(error)
+        text, target = str(error), target or error.filename
         if error.errno in (errno.ENOSPC, errno.EDQUOT) or "requested and" in text:  # numpy's short write
             need = f"; it needs about {_size(needed_bytes)} more" if needed_bytes else ""
             raise OSError(errno.ENOSPC, f"No space left on device while writing {target}{need}. Free space "
@@ -269,12 +269,11 @@ def compute_chunked(key_parts: dict[str, Any], n_items: int, compute_fn: Callabl
     if n_items == 0:
         return np.asarray(compute_fn(0, 0))
     n_chunks = -(-n_items // chunk_size)
-    directory = entry_dir(key_parts, kind) if cache else None
+    directory, meta = None, {}
     if cache:
-        with explained_write_errors(directory):
+        with explained_write_errors(None):
+            directory = entry_dir(key_parts, kind)
             meta = _open_entry(directory, key_parts, n_items, chunk_size)
-    else:
-        meta = {}
 
     result = None
     bar = tqdm(total=n_chunks, desc=desc or f"{kind} chunks", unit="chunk", disable=not progress, leave=False)

@@ -453,3 +453,14 @@ def test_language_model_scores_are_not_reused_after_the_tiny_model_is_rebuilt(mo
     monkeypatch.setitem(TINY_BUILDERS, "counting-lm", TinyBuilder("counting-lm", "language", 2, None, ""))
     cached_scores(CountingLM(), "fill_logprobs", texts, ["she", "he"], 4, False, True)
     assert CountingLM.calls == 2
+
+
+def test_an_unwritable_cache_root_names_the_variable_that_moves_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "shared-cache"))
+
+    def denied(self, *args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", denied)
+    with pytest.raises(PermissionError, match=f"Cannot write to {tmp_path / 'shared-cache'}: .*VLBIAS_CACHE_DIR"):
+        compute_chunked(KEY, 3, Counting(_table(3)), chunk_size=2, progress=False)

@@ -136,7 +136,8 @@ def generate_to_disk(model: TextToImageModel, jobs: pd.DataFrame, out_dir: str |
     if missing:
         raise ValueError(f"jobs need columns {sorted(missing)}")
     jobs = jobs.reset_index(drop=True)
-    done = read_manifest(out_dir)
+    with FileLock(out_dir / ".manifest.lock"):  # not while another run appends
+        done = read_manifest(out_dir)
     _check_same_jobs(done, jobs, out_dir)
     _check_same_settings(done, {"model": model.spec, **settings}, out_dir)
     columns = ["job_id", "file", *jobs.columns, "model", *sorted(settings)]
