@@ -123,10 +123,21 @@ def _size(n_bytes: int) -> str:
     return f"{n_bytes / 2**20:,.1f} MiB" if n_bytes >= 2**20 else f"{max(1, round(n_bytes / 2**10))} KiB"
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+#: what ``open`` would give a new file; mkstemp's 0600 would hide a shared cache from its other users
+FILE_MODE = 0o666 & ~_umask()
+
+
 def write_atomically(path: Path, payload: bytes) -> None:
     """Write ``payload`` to ``path`` through a temporary file renamed into place (whole or absent)."""
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(handle, FILE_MODE)
         with os.fdopen(handle, "wb") as stream:
             stream.write(payload)
             stream.flush()

@@ -187,6 +187,7 @@ def test_keys_directories_and_no_pickles(own_cache):
     assert len(chunks) == 6
     for chunk in chunks:
         assert _rows(chunk).dtype == np.float32
+        assert chunk.stat().st_mode & 0o777 == cache.FILE_MODE, "readable by whoever shares the cache"
     assert {p.name for p in files} - {c.name for c in chunks} == {"meta.json", ".lock"}
 
 

@@ -16,7 +16,6 @@ import csv
 import hashlib
 import io
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import pandas as pd
 from filelock import FileLock, Timeout
 from tqdm import tqdm  # text bars: widgets would need ipywidgets
 
+from ..cache import write_atomically
 from ..models.base import TextToImageModel
 
 MANIFEST = "manifest.csv"
@@ -187,14 +187,9 @@ def _generate_batch(model: TextToImageModel, jobs: pd.DataFrame, batch: list[int
     records = []
     for job_id, (_, row), image in zip(batch, rows.iterrows(), images):
         name = job_file_name(job_id, int(row["seed"]))
-        handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
-        try:
-            with os.fdopen(handle, "wb") as stream:
-                image.save(stream, format="PNG")
-            os.replace(temporary, out_dir / name)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        png = io.BytesIO()
+        image.save(png, format="PNG")
+        write_atomically(out_dir / name, png.getvalue())
         records.append({"job_id": job_id, "file": name, **row.to_dict(), "model": model.spec, **settings})
     _append_rows(out_dir, columns, records)
 
