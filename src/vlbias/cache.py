@@ -150,7 +150,7 @@ def write_atomically(path: Path, payload: bytes) -> None:
 
 def _digest(array: np.ndarray) -> str:
     digest = hashlib.sha256(f"{array.dtype.str}{array.shape}".encode())
-    digest.update(memoryview(np.ascontiguousarray(array)).cast("B"))
+    digest.update(np.ascontiguousarray(array).tobytes())  # a copy, but memory-speed: any dtype works
     return digest.hexdigest()
 
 
@@ -186,7 +186,7 @@ def read_chunk(path: Path, start: int, stop: int) -> tuple[np.ndarray | None, st
             checksum = str(stored["sha256"])
     except FileNotFoundError:
         return None, None
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:
+    except (OSError, ValueError, TypeError, EOFError, KeyError, zipfile.BadZipFile) as error:
         return None, f"unreadable ({type(error).__name__}: {error})"
     if recorded != (start, stop):
         return None, f"holds rows {recorded[0]}..{recorded[1]}, not {start}..{stop}"
@@ -204,8 +204,8 @@ def _layout(array: np.ndarray) -> tuple[list[int], str]:
 def _first_chunk_layout(directory: Path, meta: dict) -> tuple[list[int], str] | None:
     """Row shape and dtype of the first chunk file that verifies, if any."""
     chunk_size, n_items = meta["chunk_size"], meta["n_items"]
-    for path in sorted(directory.glob("chunk_*.npz")):
-        index = int(path.stem.split("_")[1])
+    for path in sorted(directory.glob("chunk_[0-9]*.npz")):
+        index = int(path.stem.removeprefix("chunk_"))
         rows, _ = read_chunk(path, index * chunk_size, min(n_items, (index + 1) * chunk_size))
         if rows is not None:
             return _layout(rows)
@@ -347,7 +347,8 @@ def _verified(path: Path, start: int, stop: int, meta: dict) -> np.ndarray | Non
     """The chunk at ``path`` if it verifies and has the entry's layout; warns about damage."""
     chunk, problem = read_chunk(path, start, stop)
     if chunk is not None and not _fits(chunk, meta):
-        chunk, problem = None, f"holds {chunk.dtype} rows of shape {list(chunk.shape[1:])}, the entry {meta['dtype']} {meta['dim']}"
+        chunk, problem = None, (f"holds {chunk.dtype} rows of shape {list(chunk.shape[1:])}, "
+                                f"the entry {meta['dtype']} {meta['dim']}")
     if problem:
         warnings.warn(f"{path}: {problem}; recomputing rows {start}..{stop}.", CacheWarning, stacklevel=5)
     return chunk

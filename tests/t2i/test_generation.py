@@ -224,5 +224,6 @@ def test_sigkill_during_generation_resumes_to_the_files_of_an_uninterrupted_run(
     resumed = FakePipeline()
     manifest = generate_to_disk(resumed, jobs(10), tmp_path / "k", batch_size=3, progress=False, num_inference_steps=2)
     assert [seed for call in resumed.calls for _, seed in call] == list(range(100 + survivors, 110))
-    whole = generate_to_disk(FakePipeline(), jobs(10), tmp_path / "w", batch_size=3, progress=False, num_inference_steps=2)
+    whole = generate_to_disk(FakePipeline(), jobs(10), tmp_path / "w", batch_size=3, progress=False,
+                             num_inference_steps=2)
     assert manifest.equals(whole) and _pixels(tmp_path / "k", manifest) == _pixels(tmp_path / "w", whole)
