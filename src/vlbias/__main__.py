@@ -12,7 +12,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="execute notebooks with papermill, then build the book")
-    run.add_argument("--profile", default="demo", help="parameter file params/<profile>.yml (demo or full)")
+    run.add_argument("--profile", default="demo", help="a profile name from params/ (demo or full) or the path of a YAML file")
     run.add_argument("--only", action="append", default=[], metavar="NAME",
                      help="run only this notebook (file stem); repeatable")
     run.add_argument("--set", action="append", default=[], dest="assignments", metavar="KEY=VALUE",

@@ -1,29 +1,86 @@
-"""A chunked on-disk cache for large arrays (embeddings of 86k images), resumable after a kill.
+"""A chunked on-disk cache for large arrays (embeddings of 86k images): resumable, verified, shareable.
 
-An entry lives in ``cache_dir()/embeddings/<sha256 of the key parts>/``: ``meta.json`` (the key
-parts, n_items, chunk_size, dim, dtype) and ``chunk_000000.npy``, ``chunk_000001.npy``, ... each
-holding rows ``[i * chunk_size, (i + 1) * chunk_size)``. Every file is written to a temporary
-name in the same directory and renamed into place, so a chunk file either is complete or does
-not exist; a chunk that still fails to load or has the wrong shape is recomputed, never trusted.
-Files are plain ``.npy`` read with ``allow_pickle=False``: loading a cache never runs code.
+Layout of one entry, ``cache_dir()/<kind>/<sha256 of the key parts>/``:
+
+``meta.json``
+    the key parts, ``n_items``, ``chunk_size``, the cache ``format`` and, once a chunk exists,
+    the row shape ``dim`` and ``dtype`` of the result.
+``chunk_000000.npz``, ``chunk_000001.npz``, ...
+    chunk ``i`` holds rows ``[i * chunk_size, (i + 1) * chunk_size)`` as ``rows``, together with
+    the ``start`` and ``stop`` it was computed for and the ``sha256`` of its dtype, shape and bytes.
+    A chunk is used only when all of them check out: flipped bytes, a truncated file or a chunk
+    copied over another are recomputed, with a warning naming the file.
+``.lock``, ``chunk_000000.lock``
+    file locks (the ``filelock`` package): the first while an entry is created or reset, the others
+    while a process computes that chunk. Several processes can fill one entry at once: each takes
+    the chunks nobody else is computing, then waits for the rest and reads them.
+
+Every file is written to a temporary name in the same folder and renamed into place, so a killed
+run leaves only whole files behind and a rerun computes only the missing chunks. Files are read
+with ``allow_pickle=False``: loading a cache never runs code.
+
+Keys come from :func:`cache_key`, which names everything a result depends on: what it is and the
+version of the code computing it, the model (its weights, dtype and preprocessing) and the data.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import io
 import json
 import os
 import shutil
 import tempfile
+import warnings
+import zipfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
+from filelock import FileLock, Timeout
 from tqdm import tqdm  # plain text bars: widgets need ipywidgets and render badly in built pages
 
 from .paths import cache_dir
 
 META_FILE = "meta.json"
+#: bump when the files of an entry change their layout; older entries are then started afresh
+CACHE_FORMAT = 2
+
+
+class CacheWarning(UserWarning):
+    """A cache file was damaged or inconsistent and its contents are being recomputed."""
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def model_identity(model) -> dict[str, Any]:
+    """What about ``model`` decides its outputs: weights, dtype, kind and preprocessing.
+
+    Models deriving from :mod:`vlbias.models.base` say so in ``cache_identity()``; for other
+    objects the same attributes are read where present.
+    """
+    if hasattr(model, "cache_identity"):
+        return model.cache_identity()
+    from .models.base import describe_model  # only for stand-ins that do not derive from the bases
+
+    return describe_model(model)
+
+
+def cache_key(what: str, version: int | str, model=None, **inputs: Any) -> dict[str, Any]:
+    """The key parts of a cached result, built in one place for every cache.
+
+    ``what`` names the result and ``version`` the version of the code computing it (bump it when
+    that code changes meaning); ``model`` contributes :func:`model_identity`; ``inputs`` name the
+    data (a data set's ``identity``, a hash of texts) and every setting. All must be JSON values.
+    """
+    key: dict[str, Any] = {"what": what, "version": version}
+    if model is not None:
+        key["model"] = model_identity(model)
+    key.update(inputs)
+    return key
 
 
 def key_hash(key_parts: dict[str, Any]) -> str:
@@ -37,14 +94,52 @@ def entry_dir(key_parts: dict[str, Any], kind: str = "embeddings") -> Path:
 
 
 def chunk_path(directory: Path, index: int) -> Path:
-    return directory / f"chunk_{index:06d}.npy"
+    return directory / f"chunk_{index:06d}.npz"
 
 
-def _write_atomically(path: Path, write: Callable[[Any], None]) -> None:
+# --------------------------------------------------------------------------- writing
+
+
+@contextmanager
+def explained_write_errors(target: Path | None, needed_bytes: int | None = None) -> Iterator[None]:
+    """Turn a full disk or a read-only folder into an error that says what to do."""
+    try:
+        yield
+    except OSError as error:
+        text, target = str(error), target or error.filename
+        if error.errno in (errno.ENOSPC, errno.EDQUOT) or "requested and" in text:  # numpy's short write
+            need = f"; it needs about {_size(needed_bytes)} more" if needed_bytes else ""
+            raise OSError(errno.ENOSPC, f"No space left on device while writing {target}{need}. Free space "
+                          "there, or move the cache with VLBIAS_CACHE_DIR=/a/folder/with/space. Files already "
+                          f"written are kept, and a rerun resumes from them ({text})") from error
+        if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise PermissionError(error.errno, f"Cannot write to {target}: the cache folder is read-only. Set "
+                                  "VLBIAS_CACHE_DIR to a writable folder, or pass cache=False to compute without "
+                                  f"caching ({text})") from error
+        raise
+
+
+def _size(n_bytes: int) -> str:
+    return f"{n_bytes / 2**20:,.1f} MiB" if n_bytes >= 2**20 else f"{max(1, round(n_bytes / 2**10))} KiB"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+#: what ``open`` would give a new file; mkstemp's 0600 would hide a shared cache from its other users
+FILE_MODE = 0o666 & ~_umask()
+
+
+def write_atomically(path: Path, payload: bytes) -> None:
+    """Write ``payload`` to ``path`` through a temporary file renamed into place (whole or absent)."""
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(handle, FILE_MODE)
         with os.fdopen(handle, "wb") as stream:
-            write(stream)
+            stream.write(payload)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)
@@ -53,44 +148,121 @@ def _write_atomically(path: Path, write: Callable[[Any], None]) -> None:
         raise
 
 
-def _save_chunk(path: Path, array: np.ndarray) -> None:
-    _write_atomically(path, lambda stream: np.save(stream, array, allow_pickle=False))
+def _digest(array: np.ndarray) -> str:
+    digest = hashlib.sha256(f"{array.dtype.str}{array.shape}".encode())
+    digest.update(np.ascontiguousarray(array).tobytes())  # a copy, but memory-speed: any dtype works
+    return digest.hexdigest()
+
+
+def chunk_bytes(array: np.ndarray, start: int, stop: int) -> bytes:
+    """A chunk file's contents: the rows, their row range and their checksum."""
+    buffer = io.BytesIO()
+    np.savez(buffer, rows=array, start=np.int64(start), stop=np.int64(stop), sha256=np.str_(_digest(array)))
+    return buffer.getvalue()
 
 
 def _save_meta(directory: Path, meta: dict) -> None:
-    _write_atomically(directory / META_FILE, lambda stream: stream.write(json.dumps(meta, indent=1).encode()))
+    write_atomically(directory / META_FILE, json.dumps(meta, indent=1).encode())
 
 
-def _load_chunk(path: Path, rows: int, meta: dict) -> np.ndarray | None:
-    """The chunk if it is complete and has the shape and dtype the entry promises, else None."""
+def _read_meta(directory: Path) -> dict | None:
     try:
-        array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError):  # missing, truncated, not an .npy, or an object array
+        return json.loads((directory / META_FILE).read_text())
+    except (OSError, ValueError):
         return None
-    if array.ndim < 1 or array.shape[0] != rows:
-        return None
-    if meta.get("dim") is not None and list(array.shape[1:]) != list(meta["dim"]):
-        return None
-    if meta.get("dtype") is not None and array.dtype.str != meta["dtype"]:
-        return None
-    return array
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_chunk(path: Path, start: int, stop: int) -> tuple[np.ndarray | None, str | None]:
+    """(rows, None) when ``path`` holds verified rows ``start..stop``; (None, what is wrong) otherwise.
+
+    A missing file is ``(None, None)``: not damage, just not computed yet.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            rows, recorded = stored["rows"], (int(stored["start"]), int(stored["stop"]))
+            checksum = str(stored["sha256"])
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError, TypeError, EOFError, KeyError, zipfile.BadZipFile) as error:
+        return None, f"unreadable ({type(error).__name__}: {error})"
+    if recorded != (start, stop):
+        return None, f"holds rows {recorded[0]}..{recorded[1]}, not {start}..{stop}"
+    if rows.ndim < 1 or rows.shape[0] != stop - start:
+        return None, f"holds {rows.shape[0] if rows.ndim else 0} rows, not {stop - start}"
+    if _digest(rows) != checksum:
+        return None, "its checksum does not match its contents"
+    return rows, None
+
+
+def _layout(array: np.ndarray) -> tuple[list[int], str]:
+    return list(array.shape[1:]), array.dtype.str
+
+
+def _first_chunk_layout(directory: Path, meta: dict) -> tuple[list[int], str] | None:
+    """Row shape and dtype of the first chunk file that verifies, if any."""
+    chunk_size, n_items = meta["chunk_size"], meta["n_items"]
+    for path in sorted(directory.glob("chunk_[0-9]*.npz")):
+        index = int(path.stem.removeprefix("chunk_"))
+        rows, _ = read_chunk(path, index * chunk_size, min(n_items, (index + 1) * chunk_size))
+        if rows is not None:
+            return _layout(rows)
+    return None
+
+
+# --------------------------------------------------------------------------- entries
 
 
 def _open_entry(directory: Path, key_parts: dict, n_items: int, chunk_size: int) -> dict:
-    """The entry's meta, starting the entry afresh when absent, unreadable or for other sizes."""
-    wanted = {"key_parts": key_parts, "n_items": n_items, "chunk_size": chunk_size}
-    try:
-        meta = json.loads((directory / META_FILE).read_text())
-        if all(meta.get(name) == value for name, value in wanted.items()):
-            return meta
-    except (OSError, ValueError):
-        pass
-    if directory.exists():  # stale chunks of another shape must not be mixed in
-        shutil.rmtree(directory)
+    """The entry's meta; the entry is started afresh when its meta is absent, unreadable, for
+    other sizes, or disagrees with the chunks it describes."""
+    wanted = {"format": CACHE_FORMAT, "key_parts": key_parts, "n_items": n_items, "chunk_size": chunk_size}
+    meta = _read_meta(directory)
+    if _entry_state(directory, meta, wanted)[0] == "ok":  # no lock needed to read a finished entry
+        return meta
     directory.mkdir(parents=True, exist_ok=True)
-    meta = dict(wanted, dim=None, dtype=None)
-    _save_meta(directory, meta)
+    with FileLock(directory / ".lock"):
+        meta = _read_meta(directory)  # another process may have set it up meanwhile
+        state, problem = _entry_state(directory, meta, wanted)
+        if state == "ok":
+            return meta
+        if state == "unconfirmed":  # no chunk left to confirm the recorded layout: learn it anew
+            meta.update(dim=None, dtype=None)
+        else:
+            for path in directory.glob("chunk_*.npz"):  # chunks of another shape must not be mixed in
+                path.unlink(missing_ok=True)
+            meta = dict(wanted, dim=None, dtype=None)
+        _save_meta(directory, meta)
+    if problem:
+        warnings.warn(problem, CacheWarning, stacklevel=3)
     return meta
+
+
+def _entry_state(directory: Path, meta: dict | None, wanted: dict) -> tuple[str, str | None]:
+    """("ok" | "unconfirmed" | "invalid", what is wrong) for an entry's meta and chunks."""
+    if meta is None or any(meta.get(name) != value for name, value in wanted.items()):
+        return "invalid", None  # new, or made for other sizes: nothing to warn about
+    if meta.get("dim") is None:
+        return "ok", None
+    layout = _first_chunk_layout(directory, meta)
+    if layout is None:
+        return "unconfirmed", None
+    if layout != (meta["dim"], meta["dtype"]):
+        return "invalid", (f"{directory / META_FILE} says rows of shape {meta['dim']} and dtype {meta['dtype']}, "
+                           f"but its chunks hold {layout[0]} and {layout[1]}: the entry is recomputed.")
+    return "ok", None
+
+
+def _record_layout(directory: Path, meta: dict, chunk: np.ndarray) -> None:
+    """Write the row shape and dtype into meta.json once the first chunk exists."""
+    with FileLock(directory / ".lock"):
+        current = _read_meta(directory) or meta
+        if current.get("dim") is None:
+            current.update(zip(("dim", "dtype"), _layout(chunk)))
+            _save_meta(directory, current)
+    meta.update(dim=current["dim"], dtype=current["dtype"])
 
 
 def compute_chunked(key_parts: dict[str, Any], n_items: int, compute_fn: Callable[[int, int], np.ndarray],
@@ -99,48 +271,99 @@ def compute_chunked(key_parts: dict[str, Any], n_items: int, compute_fn: Callabl
     """Rows ``0..n_items`` of ``compute_fn(start, stop)``, computed chunk by chunk and cached.
 
     Finished chunks are loaded; only missing (or damaged) ones are computed, so a run killed
-    midway resumes where it stopped. ``key_parts`` must name everything the result depends on
-    (JSON-serialisable). ``cache=False`` computes everything and writes nothing.
+    midway resumes where it stopped, and processes sharing a cache share the work. ``key_parts``
+    must name everything the result depends on (build it with :func:`cache_key`).
+    ``cache=False`` computes everything and writes nothing.
     """
     if n_items < 0 or chunk_size < 1:
         raise ValueError("n_items must be >= 0 and chunk_size >= 1")
     if n_items == 0:
         return np.asarray(compute_fn(0, 0))
     n_chunks = -(-n_items // chunk_size)
-    directory = entry_dir(key_parts, kind) if cache else None
-    meta = _open_entry(directory, key_parts, n_items, chunk_size) if cache else {}
+    directory, meta = None, {}
+    if cache:
+        with explained_write_errors(None):
+            directory = entry_dir(key_parts, kind)
+            meta = _open_entry(directory, key_parts, n_items, chunk_size)
 
     result = None
     bar = tqdm(total=n_chunks, desc=desc or f"{kind} chunks", unit="chunk", disable=not progress, leave=False)
+    pending, wait = list(range(n_chunks)), False
     try:
-        for index in range(n_chunks):
-            start, stop = index * chunk_size, min(n_items, (index + 1) * chunk_size)
-            chunk = _load_chunk(chunk_path(directory, index), stop - start, meta) if cache else None
-            if chunk is None:
-                chunk = _checked(compute_fn(start, stop), start, stop, meta)
+        while pending:
+            busy = []  # chunks another process is computing: read them once it is done
+            for index in pending:
+                start, stop = index * chunk_size, min(n_items, (index + 1) * chunk_size)
                 if cache:
-                    if meta.get("dim") is None:
-                        meta.update(dim=list(chunk.shape[1:]), dtype=chunk.dtype.str)
-                        _save_meta(directory, meta)
-                    _save_chunk(chunk_path(directory, index), chunk)
-            if result is None:  # allocate once: concatenating 86k x 768 twice would double memory
-                result = np.empty((n_items,) + chunk.shape[1:], dtype=chunk.dtype)
-            result[start:stop] = chunk
-            bar.update(1)
+                    chunk = _cached_chunk(directory, index, start, stop, meta, compute_fn, wait, n_chunks - index)
+                else:
+                    chunk = _checked(compute_fn(start, stop), start, stop, meta, None)
+                if chunk is None:
+                    busy.append(index)
+                    continue
+                if result is None:  # allocate once: concatenating 86k x 768 twice would double memory
+                    result = np.empty((n_items,) + chunk.shape[1:], dtype=chunk.dtype)
+                result[start:stop] = chunk
+                bar.update(1)
+            pending, wait = busy, True
     finally:
         bar.close()
     return result
 
 
-def _checked(chunk, start: int, stop: int, meta: dict) -> np.ndarray:
+def _cached_chunk(directory: Path, index: int, start: int, stop: int, meta: dict,
+                  compute_fn: Callable[[int, int], np.ndarray], wait: bool, remaining: int) -> np.ndarray | None:
+    """Chunk ``index`` from its file, else computed and saved; None when another process is
+    computing it and ``wait`` is false. ``remaining`` chunks (this one included) are still to come."""
+    path = chunk_path(directory, index)
+    chunk = _verified(path, start, stop, meta)
+    if chunk is None:
+        lock = FileLock(path.with_suffix(".lock"), timeout=-1 if wait else 0)
+        try:
+            lock.acquire()
+        except Timeout:
+            return None
+        try:
+            chunk, _ = read_chunk(path, start, stop)  # finished by another process while we waited?
+            if chunk is None or not _fits(chunk, meta):
+                chunk = _checked(compute_fn(start, stop), start, stop, meta, directory)
+                payload = chunk_bytes(chunk, start, stop)
+                with explained_write_errors(path, len(payload) * remaining):
+                    write_atomically(path, payload)
+            path.with_suffix(".lock").unlink(missing_ok=True)  # waiters re-read the chunk first: safe
+        finally:
+            lock.release()
+    if meta.get("dim") is None:
+        with explained_write_errors(directory / META_FILE):
+            _record_layout(directory, meta, chunk)
+    return chunk
+
+
+def _fits(chunk: np.ndarray, meta: dict) -> bool:
+    return meta.get("dim") is None or _layout(chunk) == (meta["dim"], meta["dtype"])
+
+
+def _verified(path: Path, start: int, stop: int, meta: dict) -> np.ndarray | None:
+    """The chunk at ``path`` if it verifies and has the entry's layout; warns about damage."""
+    chunk, problem = read_chunk(path, start, stop)
+    if chunk is not None and not _fits(chunk, meta):
+        chunk, problem = None, (f"holds {chunk.dtype} rows of shape {list(chunk.shape[1:])}, "
+                                f"the entry {meta['dtype']} {meta['dim']}")
+    if problem:
+        warnings.warn(f"{path}: {problem}; recomputing rows {start}..{stop}.", CacheWarning, stacklevel=5)
+    return chunk
+
+
+def _checked(chunk, start: int, stop: int, meta: dict, directory: Path | None) -> np.ndarray:
     chunk = np.ascontiguousarray(chunk)
     if chunk.dtype == object:
         raise TypeError("compute_fn must return a numeric array, not objects")
     if chunk.ndim < 1 or chunk.shape[0] != stop - start:
         raise ValueError(f"compute_fn({start}, {stop}) returned shape {chunk.shape}, expected {stop - start} rows")
-    if meta.get("dim") is not None and (list(chunk.shape[1:]) != list(meta["dim"]) or chunk.dtype.str != meta["dtype"]):
-        raise ValueError(f"compute_fn({start}, {stop}) returned {chunk.dtype}{chunk.shape}, "
-                         f"but earlier chunks were {meta['dtype']} with row shape {meta['dim']}")
+    if not _fits(chunk, meta):
+        raise ValueError(f"compute_fn({start}, {stop}) returned {chunk.dtype}{chunk.shape}, but the cache entry "
+                         f"{directory} holds {meta['dtype']} rows of shape {meta['dim']}: its key does not name "
+                         "everything the result depends on. Bump the version in the key, or delete that folder.")
     return chunk
 
 

@@ -1,8 +1,8 @@
 """Image and text embeddings of a dual encoder, cached on disk in resumable chunks.
 
-The cache key names everything an embedding depends on: the model (``spec``), its image
-preprocessing (``preprocess_id``) and the exact images (a data set's ``identity``) or texts
-(a hash of their content). Change any of them and the embeddings are computed afresh.
+The cache key (:func:`vlbias.cache.cache_key`) names everything an embedding depends on: the
+model's weights, dtype and image preprocessing, and the exact images (a data set's ``identity``)
+or texts (a hash of their content). Change any of them and the embeddings are computed afresh.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from PIL import Image
 
-from .cache import compute_chunked
+from .cache import cache_key, compute_chunked
 from .models.base import ImageTextModel
 
 #: bump when the layout or meaning of cached embeddings changes
-EMBEDDING_CACHE_VERSION = 1
+EMBEDDING_CACHE_VERSION = 2
 
 
 def images_identity(images: Sequence[Image.Image]) -> str:
@@ -90,8 +90,7 @@ def embed_images(model: ImageTextModel, dataset_or_images, dataset_identity: str
     if identity is None:
         images = list(images)
         identity = images_identity(images)
-    key_parts = {"what": "image-embeddings", "version": EMBEDDING_CACHE_VERSION, "model": getattr(model, "weights_id", model.spec),
-                 "preprocess": model.preprocess_id, "images": identity, "n_items": len(images)}
+    key_parts = cache_key("image-embeddings", EMBEDDING_CACHE_VERSION, model, images=identity, n_items=len(images))
 
     workers = default_decode_workers() if decode_workers is None else int(decode_workers)
     pool = ThreadPoolExecutor(workers, thread_name_prefix="decode") if workers > 1 else None
@@ -116,8 +115,7 @@ def embed_texts(model: ImageTextModel, texts: Sequence[str], batch_size: int = 2
     """(n_texts, dim) float32 L2-normalised text embeddings, cached under a hash of the texts."""
     _require_embeddings(model)
     texts = [str(text) for text in texts]
-    key_parts = {"what": "text-embeddings", "version": EMBEDDING_CACHE_VERSION, "model": getattr(model, "weights_id", model.spec),
-                 "texts": texts_identity(texts)}
+    key_parts = cache_key("text-embeddings", EMBEDDING_CACHE_VERSION, model, texts=texts_identity(texts))
 
     def compute(start: int, stop: int) -> np.ndarray:
         return np.asarray(model.encode_texts(texts[start:stop], batch_size=batch_size, progress=False),

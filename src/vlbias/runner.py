@@ -14,14 +14,20 @@ Parameters come from ``params/<profile>.yml``::
 and ``--set 'models=[tiny:clip, tiny:open-clip]'`` a list). ``--set NOTEBOOK.key=value`` sets
 one notebook's parameter only.
 
+``--profile`` is a name from ``params/`` (``demo``, ``full``) or an explicit path to a YAML file.
+
 Each notebook runs in its own process with a wall-clock limit, so a hung kernel cannot stall
-the run; a failing notebook is reported by name and cell and the others still run.
+the run; a failing notebook is reported by name and cell and the others still run. It executes
+into ``NAME.running.ipynb`` and replaces ``book/generated/NAME.ipynb`` only when it succeeds: a
+failed run is kept beside it as ``NAME.failed.ipynb`` and the page keeps the last good run, with
+a note saying so when the book is built (this module is also the Sphinx extension adding it).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -34,6 +40,8 @@ import yaml
 
 #: where executed notebooks go, relative to the project root; ``_toc.yml`` points here
 GENERATED_DIR = Path("book") / "generated"
+#: suffixes of a run in progress and of a failed run, kept beside the last good ``NAME.ipynb``
+RUNNING_SUFFIX, FAILED_SUFFIX = ".running.ipynb", ".failed.ipynb"
 
 
 class RunnerError(RuntimeError):
@@ -95,15 +103,47 @@ def declared_parameters(notebook: Path) -> set[str]:
     return set(papermill.inspect_notebook(str(notebook)))
 
 
+def resolve_profile(root: Path, profile: str) -> tuple[str, Path]:
+    """(name, file) of a profile: a plain name from ``params/``, or an explicit path to a YAML file.
+
+    Nothing in between: a name never carries a folder, and a path is read as given, never under
+    ``params/``.
+    """
+    text = str(profile)
+    if "/" in text or os.sep in text or text.endswith((".yml", ".yaml")):
+        path = Path(text).expanduser()
+        if not path.is_file():
+            raise RunnerError(f"--profile {text}: no such file. Give a profile name from {root / 'params'} "
+                              "or the path of a YAML file.")
+        return path.stem, path
+    known = sorted(p.stem for p in (root / "params").glob("*.yml"))
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", text) or text not in known:
+        raise RunnerError(f"No parameter file for profile {text!r} in {root / 'params'}. Known profiles: {known}; "
+                          "or give the path of a YAML file.")
+    return text, root / "params" / f"{text}.yml"
+
+
 def load_profile(root: Path, profile: str) -> dict[str, Any]:
-    path = root / "params" / f"{profile}.yml"
-    if not path.exists():
-        known = sorted(p.stem for p in (root / "params").glob("*.yml"))
-        raise RunnerError(f"No parameter file for profile {profile!r} ({path}). Known profiles: {known}.")
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    """The profile's contents; a file that is not valid YAML is named with its line and column."""
+    _, path = resolve_profile(root, profile)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        what = " ".join(str(part) for part in (getattr(error, "context", None), getattr(error, "problem", None)) if part)
+        raise RunnerError(f"{where}: not valid YAML: {what or error}".replace("\n", " ")) from None
+    if not isinstance(data, dict):
+        raise RunnerError(f"{path}: expected a mapping with env, defaults and notebooks, got {type(data).__name__}.")
     unknown = set(data) - {"env", "defaults", "notebooks", "description"}
     if unknown:
         raise RunnerError(f"{path}: unknown top-level keys {sorted(unknown)}.")
+    for section in ("env", "defaults", "notebooks"):
+        if not isinstance(data.get(section) or {}, dict):
+            raise RunnerError(f"{path}: {section} must be a mapping, got {type(data[section]).__name__}.")
+    for name, values in (data.get("notebooks") or {}).items():
+        if not isinstance(values or {}, dict):
+            raise RunnerError(f"{path}: notebooks: {name} must be a mapping of parameters, got {values!r}.")
     return data
 
 
@@ -115,12 +155,13 @@ def plan_run(root: Path, profile: str, only: Iterable[str] = (), assignments: It
     if missing:
         raise RunnerError(f"Unknown notebook(s) {missing}. Known: {list(notebooks)}.")
 
-    config = load_profile(root, profile)
+    profile, profile_file = resolve_profile(root, profile)
+    config = load_profile(root, str(profile_file))
     defaults = dict(config.get("defaults") or {})
     per_notebook = {name: dict(values or {}) for name, values in (config.get("notebooks") or {}).items()}
     stray = set(per_notebook) - set(notebooks)
     if stray:
-        raise RunnerError(f"params/{profile}.yml names notebooks that do not exist: {sorted(stray)}.")
+        raise RunnerError(f"{profile_file} names notebooks that do not exist: {sorted(stray)}.")
 
     global_overrides: dict[str, Any] = {}
     for text in assignments:
@@ -174,11 +215,21 @@ def _failure_from_notebook(output: Path) -> str:
     return "the failing cell could not be identified"
 
 
+def sibling(output: Path, suffix: str) -> Path:
+    """``book/generated/NAME.ipynb`` -> ``book/generated/NAME<suffix>``."""
+    return output.with_name(output.stem + suffix)
+
+
 def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], env: dict[str, str],
                      timeout: float, cwd: Path) -> NotebookResult:
-    """Run one notebook in a child process group with a wall-clock limit."""
+    """Run one notebook in a child process group with a wall-clock limit.
+
+    It executes into ``NAME.running.ipynb``, which replaces ``output`` only on success; a failed
+    run is moved to ``NAME.failed.ipynb`` and ``output``, the last good run, stays as it was.
+    """
     output.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "papermill", str(source), str(output),
+    running, failed = sibling(output, RUNNING_SUFFIX), sibling(output, FAILED_SUFFIX)
+    command = [sys.executable, "-m", "papermill", str(source), str(running),
                "--cwd", str(cwd), "--no-progress-bar", "-y", json.dumps(parameters)]
     child_env = {**os.environ, **env}
     started = time.monotonic()
@@ -192,14 +243,30 @@ def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], env
         log, _ = process.communicate()
         status = "timeout"
     seconds = time.monotonic() - started
-    message = ""
-    if status == "failed":
-        message = _failure_from_notebook(output)
-        if message.startswith(("no output", "the failing")):
-            message += "\n    " + "\n    ".join((log or "").strip().splitlines()[-15:])
+    if status == "ok":
+        os.replace(running, output)
+        failed.unlink(missing_ok=True)
+        return NotebookResult(source.stem, status, seconds, output)
+    if running.exists():
+        os.replace(running, failed)
+    else:
+        failed.unlink(missing_ok=True)  # an older failure would be mistaken for this one
+    message = _failure_from_notebook(failed)
+    if status == "failed" and message.startswith(("no output", "the failing")):
+        message += "\n    " + "\n    ".join((log or "").strip().splitlines()[-15:])
     elif status == "timeout":
-        message = f"stopped after {timeout:.0f} s; {_failure_from_notebook(output)}"
-    return NotebookResult(source.stem, status, seconds, output, message)
+        message = f"stopped after {timeout:.0f} s; {message}"
+    return NotebookResult(source.stem, status, seconds, failed, f"{message}\n    {_last_good_note(output)}")
+
+
+def _last_good_note(output: Path) -> str:
+    """Where the failed run is, and what the page shows instead."""
+    failed = sibling(output, FAILED_SUFFIX)
+    kept = f"the failed notebook is {failed}" if failed.exists() else "no notebook was written"
+    if not output.exists():
+        return f"{kept}; there is no good run of {output.stem} yet, so the book has no page for it."
+    executed = time.strftime("%Y-%m-%d %H:%M", time.localtime(output.stat().st_mtime))
+    return f"{kept}; {output} still holds the last good run ({executed}), and its page says so."
 
 
 def build_book(root: Path, builder: str = "html") -> int:
@@ -233,4 +300,48 @@ def run(profile: str = "demo", only: Iterable[str] = (), assignments: Iterable[s
         print("  " + result.summary())
     if build:
         print(f"  book: {'built in ' + str(root / '_build' / 'html') if build_code == 0 else 'build failed'}")
+        kept = [r.name for r in failed if (root / GENERATED_DIR / f"{r.name}.ipynb").exists()]
+        if kept:
+            print(f"  pages showing their last good run, with a note saying so: {', '.join(kept)}")
     return 1 if failed or build_code else 0
+
+
+# --------------------------------------------------------------------------- Sphinx extension
+
+
+def last_good_run_note(notebook: Path) -> str | None:
+    """The note a page gets when its latest run failed and it shows the last good one; else None."""
+    failed = sibling(notebook, FAILED_SUFFIX)
+    if notebook.suffix != ".ipynb" or not failed.exists():
+        return None
+    executed = time.strftime("%Y-%m-%d %H:%M", time.localtime(notebook.stat().st_mtime))
+    attempted = time.strftime("%Y-%m-%d %H:%M", time.localtime(failed.stat().st_mtime))
+    return (f"```{{warning}}\nThis page shows the last good run of `{notebook.stem}`, executed {executed}. "
+            f"A later run ({attempted}) failed; it is kept as `{GENERATED_DIR / failed.name}` for reading.\n```")
+
+
+def _add_last_good_run_note(app, docname: str, source: list[str]) -> None:
+    """``source-read``: put the note at the top of the page's notebook (in memory only)."""
+    noted = app.env.__dict__.setdefault("vlbias_noted_pages", set())
+    note = last_good_run_note(Path(app.env.doc2path(docname)))
+    if note is None:
+        noted.discard(docname)
+        return
+    notebook = json.loads(source[0])
+    notebook["cells"].insert(0, {"cell_type": "markdown", "id": "vlbias-last-good-run", "metadata": {}, "source": note})
+    source[0] = json.dumps(notebook)
+    noted.add(docname)
+
+
+def _pages_whose_note_changed(app, env, added, changed, removed) -> list[str]:
+    """``env-get-outdated``: reread pages that gain or lose the note although their notebook did not change."""
+    noted = env.__dict__.get("vlbias_noted_pages", set())
+    return [doc for doc in env.found_docs
+            if (doc in noted) != (last_good_run_note(Path(env.doc2path(doc))) is not None)]
+
+
+def setup(app) -> dict[str, Any]:
+    """Sphinx extension (``_config.yml``): pages of failed notebooks say they show the last good run."""
+    app.connect("source-read", _add_last_good_run_note)
+    app.connect("env-get-outdated", _pages_whose_note_changed)
+    return {"parallel_read_safe": False, "parallel_write_safe": True}

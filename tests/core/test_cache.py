@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import multiprocessing
+import os
+import signal
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -104,25 +110,50 @@ def test_killed_run_resumes_with_only_the_missing_chunks():
     assert rerun.calls == [(24, 32), (32, 40)]
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty", "pickled-object", "wrong-rows"])
-def test_damaged_chunk_is_recomputed(damage):
+def _rows(path):
+    with np.load(path, allow_pickle=False) as stored:
+        return stored["rows"]
+
+
+def _flip_bytes(path, offset, count=64):
+    """Invert ``count`` bytes of ``path`` at ``offset`` (negative: from the end), in place."""
+    raw = bytearray(path.read_bytes())
+    start = offset % len(raw)
+    raw[start:start + count] = bytes(b ^ 0xFF for b in raw[start:start + count])
+    path.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty", "pickled-object", "wrong-rows",
+                                    "flipped-bytes", "chunk-0-copied-over", "rows-rewritten"])
+def test_damaged_chunk_is_recomputed_with_a_warning_naming_it(damage):
     data = _table(30)
     compute_chunked(KEY, 30, Counting(data), chunk_size=10, progress=False)
-    victim = entry_dir(KEY) / "chunk_000001.npy"
+    victim = entry_dir(KEY) / "chunk_000001.npz"
     if damage == "truncate":  # as if written in place and killed midway
         victim.write_bytes(victim.read_bytes()[:-17])
     elif damage == "garbage":
-        victim.write_bytes(b"not an npy file at all")
+        victim.write_bytes(b"not an npz file at all")
     elif damage == "empty":
         victim.write_bytes(b"")
     elif damage == "pickled-object":  # must never be unpickled
-        np.save(victim, np.array([{"x": 1}] * 10, dtype=object), allow_pickle=True)
+        np.savez(victim, rows=np.array([{"x": 1}] * 10, dtype=object), allow_pickle=True)
     elif damage == "wrong-rows":
-        np.save(victim, data[:3], allow_pickle=False)
+        np.savez(victim, rows=data[:3])
+    elif damage == "flipped-bytes":  # bit rot inside the stored rows
+        rows_at = victim.read_bytes().index(data[10:20].tobytes())
+        _flip_bytes(victim, rows_at + 16)
+    elif damage == "chunk-0-copied-over":  # a whole, valid chunk in the wrong place
+        victim.write_bytes((entry_dir(KEY) / "chunk_000000.npz").read_bytes())
+    elif damage == "rows-rewritten":  # a valid file whose rows no longer match their checksum
+        with np.load(victim) as stored:
+            parts = dict(stored)
+        np.savez(victim, **dict(parts, rows=parts["rows"] + 1))
     rerun = Counting(data)
-    np.testing.assert_array_equal(compute_chunked(KEY, 30, rerun, chunk_size=10, progress=False), data)
+    with pytest.warns(cache.CacheWarning, match="chunk_000001.npz.*recomputing rows 10..20"):
+        result = compute_chunked(KEY, 30, rerun, chunk_size=10, progress=False)
+    np.testing.assert_array_equal(result, data)
     assert rerun.calls == [(10, 20)]
-    np.testing.assert_array_equal(np.load(victim, allow_pickle=False), data[10:20])
+    np.testing.assert_array_equal(_rows(victim), data[10:20])
 
 
 def test_mismatched_meta_recomputes_cleanly():
@@ -131,7 +162,7 @@ def test_mismatched_meta_recomputes_cleanly():
     fewer = Counting(data)
     np.testing.assert_array_equal(compute_chunked(KEY, 25, fewer, chunk_size=10, progress=False), data[:25])
     assert fewer.calls == [(0, 10), (10, 20), (20, 25)]
-    assert sorted(p.name for p in entry_dir(KEY).glob("chunk_*")) == [f"chunk_00000{i}.npy" for i in range(3)]
+    assert sorted(p.name for p in entry_dir(KEY).glob("chunk_*")) == [f"chunk_00000{i}.npz" for i in range(3)]
     resized = Counting(data)
     np.testing.assert_array_equal(compute_chunked(KEY, 25, resized, chunk_size=7, progress=False), data[:25])
     assert len(resized.calls) == 4
@@ -152,11 +183,12 @@ def test_keys_directories_and_no_pickles(own_cache):
     np.testing.assert_array_equal(compute_chunked(other, 12, Counting(data), chunk_size=5, progress=False), data * 2)
     files = [p for p in own_cache.rglob("*") if p.is_file()]
     assert not [p for p in files if p.suffix in {".pkl", ".pickle", ".tmp"}]
-    chunks = [p for p in files if p.suffix == ".npy"]
+    chunks = [p for p in files if p.suffix == ".npz"]
     assert len(chunks) == 6
     for chunk in chunks:
-        assert np.load(chunk, allow_pickle=False).dtype == np.float32
-    assert {p.name for p in files} - {c.name for c in chunks} == {"meta.json"}
+        assert _rows(chunk).dtype == np.float32
+        assert chunk.stat().st_mode & 0o777 == cache.FILE_MODE, "readable by whoever shares the cache"
+    assert {p.name for p in files} - {c.name for c in chunks} == {"meta.json", ".lock"}
 
 
 def test_cache_false_writes_nothing(own_cache):
@@ -231,3 +263,205 @@ def test_pairwise_models_have_no_embeddings():
     model.kind = "pairwise"
     with pytest.raises(TypeError, match="score"):
         embed_texts(model, ["a"], progress=False)
+
+
+def test_meta_that_disagrees_with_its_chunks_invalidates_the_entry():
+    data = _table(30)
+    compute_chunked(KEY, 30, Counting(data), chunk_size=10, progress=False)
+    meta_file = entry_dir(KEY) / "meta.json"
+    meta = json.loads(meta_file.read_text())
+    meta_file.write_text(json.dumps(dict(meta, dim=[7])))
+    rerun = Counting(data)
+    with pytest.warns(cache.CacheWarning, match=f"{meta_file}.*recomputed"):
+        result = compute_chunked(KEY, 30, rerun, chunk_size=10, progress=False)
+    np.testing.assert_array_equal(result, data)
+    assert len(rerun.calls) == 3
+    assert json.loads(meta_file.read_text())["dim"] == [5]
+    # a wrong layout with no chunks left to contradict it is simply corrected
+    for chunk in entry_dir(KEY).glob("chunk_*"):
+        chunk.unlink()
+    meta_file.write_text(json.dumps(dict(meta, dim=[7], dtype="<f8")))
+    np.testing.assert_array_equal(compute_chunked(KEY, 30, Counting(data), chunk_size=10, progress=False), data)
+
+
+def test_compute_fn_that_changes_layout_under_one_key_names_the_entry():
+    compute_chunked(KEY, 20, Counting(_table(20)), chunk_size=10, progress=False)
+    (entry_dir(KEY) / "chunk_000001.npz").unlink()
+    with pytest.raises(ValueError, match=f"{entry_dir(KEY)}.*Bump the version"):
+        compute_chunked(KEY, 20, Counting(_table(20, dim=6)), chunk_size=10, progress=False)
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _fill_entries(n_entries, start_together, calls):
+    """Create ``n_entries`` fresh entries of 4 chunks; count the chunks this process computed."""
+    start_together.wait()
+    computed = 0
+
+    def compute(start, stop):
+        nonlocal computed
+        computed += 1
+        time.sleep(0.002)  # long enough for the two processes to meet on one chunk
+        return _table(40)[start:stop] * (entry + 1)
+
+    for entry in range(n_entries):
+        result = compute_chunked(dict(KEY, entry=entry), 40, compute, chunk_size=10, progress=False)
+        np.testing.assert_array_equal(result, _table(40) * (entry + 1))
+    calls.put(computed)
+
+
+def test_two_processes_filling_the_same_entries_share_the_work():
+    context = multiprocessing.get_context("fork")
+    start_together, calls = context.Barrier(2), context.Queue()
+    workers = [context.Process(target=_fill_entries, args=(30, start_together, calls)) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert [worker.exitcode for worker in workers] == [0, 0]
+    assert calls.get(timeout=5) + calls.get(timeout=5) == 30 * 4, "each chunk computed exactly once"
+    for entry in range(30):
+        again = Counting(_table(40) * (entry + 1))
+        np.testing.assert_array_equal(compute_chunked(dict(KEY, entry=entry), 40, again, chunk_size=10,
+                                                      progress=False), _table(40) * (entry + 1))
+        assert again.calls == []
+
+
+def _killed_run(kill_at, chunk_index):
+    """Compute an entry and SIGKILL this process at ``kill_at`` of chunk ``chunk_index``."""
+    def compute(start, stop):
+        if kill_at == "compute" and start == chunk_index * 8:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return _table(40)[start:stop]
+
+    real_replace = os.replace
+
+    def replace(source, target):
+        if kill_at == "rename" and Path(target).name.startswith(f"chunk_{chunk_index:06d}."):
+            os.kill(os.getpid(), signal.SIGKILL)  # the temporary file is whole, not yet in place
+        real_replace(source, target)
+
+    os.replace = replace
+    compute_chunked(KEY, 40, compute, chunk_size=8, progress=False)
+
+
+@pytest.mark.parametrize("kill_at, chunk_index", [("compute", 0), ("compute", 3), ("rename", 0), ("rename", 2)])
+def test_sigkill_at_any_point_resumes_with_only_the_missing_chunks(kill_at, chunk_index):
+    child = multiprocessing.get_context("fork").Process(target=_killed_run, args=(kill_at, chunk_index))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == -signal.SIGKILL
+    rerun = Counting(_table(40))
+    np.testing.assert_array_equal(compute_chunked(KEY, 40, rerun, chunk_size=8, progress=False), _table(40))
+    assert rerun.calls == [(i * 8, i * 8 + 8) for i in range(chunk_index, 5)]
+
+
+# --------------------------------------------------------------------------- errors a user can act on
+
+
+def test_full_disk_says_so_with_the_path_and_the_size_needed(monkeypatch):
+    real_fsync, written = os.fsync, []
+
+    def fills_up_after_three_files(descriptor):
+        if len(written) == 3:  # meta.json, chunk 0 and meta.json with its row shape fit; chunk 1 does not
+            raise OSError(errno.ENOSPC, "No space left on device")
+        written.append(descriptor)
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(cache.os, "fsync", fills_up_after_three_files)
+    data = _table(3000, dim=100)  # chunks of 1000 rows x 100 float32: about 391 KiB each
+    with pytest.raises(OSError, match=r"No space left on device while writing .*chunk_000001.npz; it needs about "
+                                      r"78\d KiB more.*VLBIAS_CACHE_DIR") as caught:
+        compute_chunked(KEY, 3000, Counting(data), chunk_size=1000, progress=False)
+    assert caught.value.errno == errno.ENOSPC
+    assert not list(entry_dir(KEY).glob("*.tmp"))
+    monkeypatch.setattr(cache.os, "fsync", real_fsync)
+    resumed = Counting(data)  # space freed: the run resumes after the chunk that was written
+    np.testing.assert_array_equal(compute_chunked(KEY, 3000, resumed, chunk_size=1000, progress=False), data)
+    assert resumed.calls == [(1000, 2000), (2000, 3000)]
+
+
+def test_numpy_short_write_is_reported_as_a_full_disk(monkeypatch):
+    def short_write(path, payload):
+        raise OSError("16384 requested and 6112 written")
+
+    monkeypatch.setattr(cache, "write_atomically", short_write)
+    with pytest.raises(OSError, match="No space left on device while writing"):
+        compute_chunked(KEY, 30, Counting(_table(30)), chunk_size=10, progress=False)
+
+
+def test_read_only_cache_names_the_variable_that_moves_it(monkeypatch):
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(cache.tempfile, "mkstemp", read_only)
+    with pytest.raises(PermissionError, match="read-only. Set VLBIAS_CACHE_DIR to a writable folder, or pass cache="):
+        compute_chunked(KEY, 30, Counting(_table(30)), chunk_size=10, progress=False)
+
+
+def test_a_finished_entry_is_read_without_writing(monkeypatch):
+    compute_chunked(KEY, 30, Counting(_table(30)), chunk_size=10, progress=False)
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(cache.tempfile, "mkstemp", read_only)
+    monkeypatch.setattr(cache, "FileLock", read_only)
+    np.testing.assert_array_equal(compute_chunked(KEY, 30, Counting(_table(30)), chunk_size=10, progress=False),
+                                  _table(30))
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def test_cache_key_names_weights_dtype_preprocessing_data_and_code_version(monkeypatch):
+    model = FakeModel()
+    key = cache.cache_key("image-embeddings", 3, model, images="fixture@abc")
+    assert key == {"what": "image-embeddings", "version": 3, "images": "fixture@abc",
+                   "model": {"weights": "fake:pixels", "dtype": None, "kind": "dual", "preprocess": "fake-64px"}}
+    half = FakeModel()
+    half.dtype = "torch.float16"
+    assert cache.cache_key("image-embeddings", 3, half, images="fixture@abc")["model"]["dtype"] == "float16"
+    variants = [cache.cache_key("image-embeddings", 4, model, images="fixture@abc"),
+                cache.cache_key("image-embeddings", 3, model, images="fixture@abd"),
+                cache.cache_key("image-embeddings", 3, FakeModel(preprocess_id="other"), images="fixture@abc"),
+                cache.cache_key("image-embeddings", 3, half, images="fixture@abc")]
+    assert len({key_hash(k) for k in [key, *variants]}) == 5
+
+
+def test_language_model_scores_are_not_reused_after_the_tiny_model_is_rebuilt(monkeypatch):
+    """harms.cached_scores keys on the weights' identity: a tiny: fixture at a new version is scored anew."""
+    from vlbias.harms.measures import cached_scores
+    from vlbias.models import TINY_BUILDERS
+    from vlbias.models.base import LanguageModel
+    from vlbias.models.tiny import TinyBuilder
+
+    class CountingLM(LanguageModel):
+        spec, kind, calls = "tiny:counting-lm", "masked", 0
+
+        def fill_logprobs(self, contexts, candidates, batch_size=16, progress=True):
+            CountingLM.calls += 1
+            return np.log(np.full((len(contexts), len(candidates)), 0.5))
+
+        sequence_logprob = generate = None
+
+    texts = ["The nurse said {slot} left."]
+    monkeypatch.setitem(TINY_BUILDERS, "counting-lm", TinyBuilder("counting-lm", "language", 1, None, ""))
+    cached_scores(CountingLM(), "fill_logprobs", texts, ["she", "he"], 4, False, True)
+    cached_scores(CountingLM(), "fill_logprobs", texts, ["she", "he"], 4, False, True)
+    assert CountingLM.calls == 1
+    monkeypatch.setitem(TINY_BUILDERS, "counting-lm", TinyBuilder("counting-lm", "language", 2, None, ""))
+    cached_scores(CountingLM(), "fill_logprobs", texts, ["she", "he"], 4, False, True)
+    assert CountingLM.calls == 2
+
+
+def test_an_unwritable_cache_root_names_the_variable_that_moves_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "shared-cache"))
+
+    def denied(self, *args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", denied)
+    with pytest.raises(PermissionError, match=f"Cannot write to {tmp_path / 'shared-cache'}: .*VLBIAS_CACHE_DIR"):
+        compute_chunked(KEY, 3, Counting(_table(3)), chunk_size=2, progress=False)

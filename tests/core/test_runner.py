@@ -42,6 +42,8 @@ def project(tmp_path):
                  "'mark': os.environ.get('VLBIAS_TEST_MARK')}, open('a_ok.json', 'w'))"],
         "b_fails": ["seed = 0", "x = 1", "raise ValueError('planted failure')", "never = True"],
         "c_slow": ["seed = 0", "import time\ntime.sleep(60)"],
+        "d_seeded": ["seed = 0\nsize = 2", "import numpy as np\nassert size > 0, 'size must be positive'",
+                     "print(np.random.default_rng(seed).integers(10, size=size))"],
     }, PROFILE)
 
 
@@ -77,7 +79,9 @@ def test_failing_notebook_is_named_with_its_cell_and_others_still_run(project, c
     assert "a_ok: ok" in out
     written = json.loads((project / "notebooks" / "a_ok.json").read_text())
     assert written == {"seed": 0, "size": 3, "profile": "demo", "mark": "from-profile"}
-    assert (project / "book" / "generated" / "b_fails.ipynb").exists()
+    assert (project / "book" / "generated" / "b_fails.failed.ipynb").exists()
+    assert not (project / "book" / "generated" / "b_fails.ipynb").exists()
+    assert "there is no good run of b_fails yet" in out
 
 
 def test_notebook_timeout_is_enforced(project, capsys):
@@ -100,3 +104,82 @@ def test_profiles_cover_every_notebook():
     for profile in ("demo", "full"):
         plan = runner.plan_run(REPO, profile)
         assert set(plan.parameters) == set(runner.list_notebooks(REPO))
+
+
+@pytest.mark.parametrize("bad_override", ["seed=abc", "size=0"])
+def test_a_failed_rerun_keeps_the_last_good_notebook_byte_identical_and_the_failed_one_beside(
+        project, capsys, bad_override):
+    generated = project / "book" / "generated"
+    assert runner.run("demo", only=["d_seeded"], project_dir=project, build=False, timeout=120) == 0
+    good = (generated / "d_seeded.ipynb").read_bytes()
+    capsys.readouterr()
+    assert runner.run("demo", only=["d_seeded"], assignments=[bad_override], project_dir=project, build=False,
+                      timeout=120) == 1
+    out = capsys.readouterr().out
+    assert (generated / "d_seeded.ipynb").read_bytes() == good
+    failed = nbformat.read(generated / "d_seeded.failed.ipynb", as_version=4)
+    assert failed.metadata["papermill"]["parameters"][bad_override.split("=")[0]] in ("abc", 0)
+    assert any(o.get("output_type") == "error" for c in failed.cells for o in c.get("outputs", []))
+    assert f"{generated / 'd_seeded.ipynb'} still holds the last good run" in out
+    assert "d_seeded.failed.ipynb" in out and not list(generated.glob("*.running.ipynb"))
+    # the page of the last good run says so, in the built book only
+    note = runner.last_good_run_note(generated / "d_seeded.ipynb")
+    assert note and "last good run of `d_seeded`" in note and "book/generated/d_seeded.failed.ipynb" in note
+    # a good run again replaces the page and retires the failed notebook and the note
+    assert runner.run("demo", only=["d_seeded"], project_dir=project, build=False, timeout=120) == 0
+    assert not (generated / "d_seeded.failed.ipynb").exists()
+    assert runner.last_good_run_note(generated / "d_seeded.ipynb") is None
+
+
+def test_the_book_build_notes_pages_showing_the_last_good_run(tmp_path):
+    """The Sphinx hooks, on a stand-in app: the note goes into the page's source in memory only."""
+    page = tmp_path / "book" / "generated" / "x.ipynb"
+    page.parent.mkdir(parents=True)
+    page.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "1", "metadata": {}, "outputs": []}],
+                                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    on_disk = page.read_bytes()
+
+    class Env:
+        found_docs = {"book/generated/x"}
+
+        @staticmethod
+        def doc2path(docname):
+            return tmp_path / f"{docname}.ipynb"
+
+    app = type("App", (), {"env": Env()})()
+    source = [page.read_text()]
+    runner._add_last_good_run_note(app, "book/generated/x", source)
+    assert json.loads(source[0])["cells"][0]["cell_type"] == "code"  # no failed run: untouched
+    assert runner._pages_whose_note_changed(app, app.env, set(), set(), set()) == []
+    (page.parent / "x.failed.ipynb").write_text("{}")
+    assert runner._pages_whose_note_changed(app, app.env, set(), set(), set()) == ["book/generated/x"]
+    runner._add_last_good_run_note(app, "book/generated/x", source)
+    first = json.loads(source[0])["cells"][0]
+    assert first["cell_type"] == "markdown" and "{warning}" in first["source"] and "last good run" in first["source"]
+    assert page.read_bytes() == on_disk
+    assert runner._pages_whose_note_changed(app, app.env, set(), set(), set()) == []
+
+
+def test_a_malformed_profile_gives_one_line_with_file_line_and_column_and_exit_code_2(project, capsys):
+    from vlbias.__main__ import main
+
+    (project / "params" / "demo.yml").write_text("defaults:\n  seed: 0\n notebooks: [\n")
+    code = main(["run", "--profile", "demo", "--only", "a_ok", "--no-build", "--project-dir", str(project)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith(f"error: {project / 'params' / 'demo.yml'}:3:2: not valid YAML")
+
+
+def test_profile_is_a_name_from_params_or_an_explicit_path(project, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("elsewhere") / "gpu.yml"
+    outside.write_text("defaults: {seed: 5}\n")
+    plan = runner.plan_run(project, str(outside), only=["a_ok"])
+    assert plan.profile == "gpu" and plan.parameters["a_ok"]["seed"] == 5
+    (project / "x.yml").write_text("defaults: {seed: 9}\n")
+    for in_between in ["../x", "demo/../../x", "sub/demo", ".hidden"]:
+        with pytest.raises(runner.RunnerError, match="no such file|No parameter file"):
+            runner.plan_run(project, in_between, only=["a_ok"])
+    with pytest.raises(runner.RunnerError, match=r"notebooks: a_ok must be a mapping"):
+        (project / "params" / "demo.yml").write_text("notebooks:\n  a_ok: [1, 2]\n")
+        runner.plan_run(project, "demo", only=["a_ok"])

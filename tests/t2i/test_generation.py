@@ -1,3 +1,8 @@
+import multiprocessing
+import os
+import signal
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -115,3 +120,110 @@ def test_run_directory_and_lazy_image_files(tmp_path):
     assert len(files) == 3 and files[1].mode == "RGB" and len(files[0:2]) == 2
     other = generate_to_disk(FakePipeline(), jobs(3), tmp_path / "b", progress=False, num_inference_steps=3)
     assert ImageFiles(other, tmp_path / "b").identity != files.identity
+
+
+def _pixels(folder, manifest):
+    return {row.file: np.asarray(Image.open(folder / row.file)).tobytes() for row in manifest.itertuples()}
+
+
+@pytest.mark.parametrize("cut", ["inside-the-last-row", "a-row-without-its-end"])
+def test_a_cut_off_manifest_line_is_dropped_with_a_warning_and_its_job_redone(tmp_path, cut):
+    generate_to_disk(FakePipeline(), jobs(6), tmp_path, batch_size=3, progress=False, num_inference_steps=2)
+    path = tmp_path / "manifest.csv"
+    text = path.read_text()
+    if cut == "inside-the-last-row":  # killed while the last row was being written: job 5 is lost
+        path.write_text(text[:-9])
+        redone = [("A photo of p2", 105), ("A photo of p0", 106)]
+    else:  # a row of job 6 without its newline, image never written
+        path.write_text(text + "6,000006_seed106.png,p0,A photo")
+        redone = [("A photo of p0", 106)]
+    with pytest.warns(UserWarning, match="manifest.csv: dropped a cut-off last line"):
+        assert len(read_manifest(tmp_path)) == 5 + (cut != "inside-the-last-row")
+    rerun = FakePipeline()
+    with pytest.warns(UserWarning, match="cut-off last line"):
+        manifest = generate_to_disk(rerun, jobs(7), tmp_path, batch_size=3, progress=False, num_inference_steps=2)
+    assert [pair for call in rerun.calls for pair in call] == redone
+    assert manifest.job_id.tolist() == list(range(7))
+    assert path.read_text().endswith("\n") and len(path.read_text().splitlines()) == 8  # header + 7 whole rows
+    whole = generate_to_disk(FakePipeline(), jobs(7), tmp_path / "whole", batch_size=3, progress=False,
+                             num_inference_steps=2)
+    assert manifest.drop(columns="file").equals(whole.drop(columns="file"))
+    assert _pixels(tmp_path, manifest) == _pixels(tmp_path / "whole", whole)
+
+
+def test_a_manifest_file_outside_its_folder_is_refused(tmp_path):
+    from vlbias.t2i.generation import ImageFiles
+
+    generate_to_disk(FakePipeline(), jobs(2), tmp_path, progress=False, num_inference_steps=2)
+    path = tmp_path / "manifest.csv"
+    path.write_text(path.read_text().replace("000001_seed101.png", "../x.png"))
+    with pytest.raises(ValueError, match=r"manifest.csv: file '../x.png' is not a plain file name inside its folder"):
+        read_manifest(tmp_path)
+    with pytest.raises(ValueError, match="not a plain file name"):
+        ImageFiles(pd.DataFrame({"file": ["/etc/passwd"]}), tmp_path)
+
+
+class SlowPipeline(FakePipeline):
+    def generate(self, prompts, seeds, **kwargs):
+        time.sleep(0.01)  # long enough for two runs to meet on one job
+        return super().generate(prompts, seeds, **kwargs)
+
+
+def _generate_in_process(folder, start_together, drawn):
+    start_together.wait()
+    model = SlowPipeline()
+    generate_to_disk(model, jobs(24), folder, batch_size=2, progress=False, num_inference_steps=2)
+    drawn.put(sum(len(call) for call in model.calls))
+
+
+def test_two_runs_on_one_folder_share_the_jobs_and_equal_one_run(tmp_path):
+    context = multiprocessing.get_context("fork")
+    start_together, drawn = context.Barrier(2), context.Queue()
+    runs = [context.Process(target=_generate_in_process, args=(tmp_path / "shared", start_together, drawn))
+            for _ in range(2)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join(timeout=120)
+    assert [run.exitcode for run in runs] == [0, 0]
+    assert drawn.get(timeout=5) + drawn.get(timeout=5) == 24, "every job drawn once"
+    shared = read_manifest(tmp_path / "shared").sort_values("job_id").reset_index(drop=True)
+    alone = generate_to_disk(FakePipeline(), jobs(24), tmp_path / "alone", batch_size=2, progress=False,
+                             num_inference_steps=2)
+    assert shared.equals(alone)
+    assert _pixels(tmp_path / "shared", shared) == _pixels(tmp_path / "alone", alone)
+    assert len((tmp_path / "shared" / "manifest.csv").read_text().splitlines()) == 25
+
+
+def _killed_generation(folder, kill_at):
+    """Generate 10 jobs in batches of 3 and SIGKILL this process at ``kill_at``."""
+    class Dies(FakePipeline):
+        def generate(self, prompts, seeds, **kwargs):
+            if kill_at == "drawing-batch-3" and len(self.calls) == 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return super().generate(prompts, seeds, **kwargs)
+
+    real_replace = os.replace
+
+    def replace_then_die(source, target):
+        real_replace(source, target)
+        if kill_at == "before-recording-batch-2" and str(target).endswith("000003_seed103.png"):
+            os.kill(os.getpid(), signal.SIGKILL)  # an image of batch 2 on disk, its row not
+
+    os.replace = replace_then_die
+    generate_to_disk(Dies(), jobs(10), folder, batch_size=3, progress=False, num_inference_steps=2)
+
+
+@pytest.mark.parametrize("kill_at, survivors", [("drawing-batch-3", 6), ("before-recording-batch-2", 3)])
+def test_sigkill_during_generation_resumes_to_the_files_of_an_uninterrupted_run(tmp_path, kill_at, survivors):
+    child = multiprocessing.get_context("fork").Process(target=_killed_generation, args=(tmp_path / "k", kill_at))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == -signal.SIGKILL
+    assert len(read_manifest(tmp_path / "k")) == survivors
+    resumed = FakePipeline()
+    manifest = generate_to_disk(resumed, jobs(10), tmp_path / "k", batch_size=3, progress=False, num_inference_steps=2)
+    assert [seed for call in resumed.calls for _, seed in call] == list(range(100 + survivors, 110))
+    whole = generate_to_disk(FakePipeline(), jobs(10), tmp_path / "w", batch_size=3, progress=False,
+                             num_inference_steps=2)
+    assert manifest.equals(whole) and _pixels(tmp_path / "k", manifest) == _pixels(tmp_path / "w", whole)

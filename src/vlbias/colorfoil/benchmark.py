@@ -324,15 +324,14 @@ def score_benchmark(model, dataset, benchmark: pd.DataFrame, max_foils: int = 4,
     """(n_rows, 1 + max_foils) scores: column 0 the caption, then the foils; NaN where a row has no
     such foil. Dual encoders embed each image and each distinct text once per chunk; matchers score
     the pairs in batches. Chunks are cached, so an interrupted run resumes."""
-    from ..cache import compute_chunked
+    from ..cache import cache_key, compute_chunked
     from ..embeddings import texts_identity
 
     candidates = candidate_lists(benchmark, max_foils)
     positions = benchmark["image_index"].to_numpy()
     images = dataset.images(positions)
-    key = {"what": "colorfoil-scores", "version": BENCHMARK_VERSION, "model": getattr(model, "weights_id", model.spec),
-           "preprocess": model.preprocess_id, "images": images.identity,
-           "candidates": texts_identity([json.dumps(row) for row in candidates])}
+    key = cache_key("colorfoil-scores", BENCHMARK_VERSION, model, images=images.identity,
+                    candidates=texts_identity([json.dumps(row) for row in candidates]))
 
     def compute(start: int, stop: int) -> np.ndarray:
         return np.asarray(model.score_candidates(list(images[start:stop]), candidates[start:stop],

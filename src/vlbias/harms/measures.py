@@ -10,6 +10,9 @@ from tqdm import tqdm
 
 from ..models.base import LanguageModel
 
+#: part of the cache keys of the scores and stories below; bump when what they compute changes
+CACHE_VERSION = 1
+
 
 def pronoun_shares(model: LanguageModel, occupations: Sequence[str], templates: Sequence[str],
                    pronouns: Sequence[str] = ("she", "he", "they"), batch_size: int = 16,
@@ -18,8 +21,8 @@ def pronoun_shares(model: LanguageModel, occupations: Sequence[str], templates: 
 
     Each template holds ``{occupation}`` and the slot ``{slot}`` where the pronoun goes. Returns one
     row per occupation with a ``P(<pronoun>)`` column per pronoun. ``cache=True`` keeps the
-    log-probabilities in chunks under ``$VLBIAS_CACHE_DIR`` (keyed by model spec and texts), for
-    real checkpoints whose spec names fixed weights.
+    log-probabilities in chunks under ``$VLBIAS_CACHE_DIR`` (keyed by the model's weights, dtype and
+    the texts).
     """
     for template in templates:
         if "{occupation}" not in template or model.SLOT not in template:
@@ -35,7 +38,8 @@ def pronoun_shares(model: LanguageModel, occupations: Sequence[str], templates: 
 def cached_scores(model: LanguageModel, method: str, texts: list[str], candidates: list[str] | None,
                   batch_size: int, progress: bool, cache: bool) -> np.ndarray:
     """``model.fill_logprobs(texts, candidates)`` or ``model.sequence_logprob(texts)``, chunked and cached."""
-    from ..cache import compute_chunked
+    from ..cache import cache_key, compute_chunked
+    from ..embeddings import texts_identity
 
     def compute(start: int, stop: int) -> np.ndarray:
         if method == "fill_logprobs":
@@ -44,8 +48,8 @@ def cached_scores(model: LanguageModel, method: str, texts: list[str], candidate
         return np.asarray(model.sequence_logprob(texts[start:stop], batch_size=batch_size, progress=progress),
                           dtype=np.float64)
 
-    key = {"model": str(model.spec), "kind": getattr(model, "kind", ""), "method": method, "texts": texts,
-           "candidates": candidates}
+    key = cache_key("lm-scores", CACHE_VERSION, model, method=method, texts=texts_identity(texts),
+                    candidates=candidates)
     return compute_chunked(key, len(texts), compute, chunk_size=256, progress=False, cache=cache, kind="lm_scores")
 
 
@@ -209,20 +213,20 @@ def generate_stories(model: LanguageModel, scenarios: dict[str, str], n_per_scen
                      threads: int | None = 1) -> pd.DataFrame:
     """``n_per_scenario`` seeded samples for each ``{name: instruction}``; resumes from the cache.
 
-    Texts are stored per scenario under ``$VLBIAS_CACHE_DIR/texts`` keyed by model and settings, so
-    an interrupted run keeps the scenarios it finished. Samples are reproducible one by one (each
+    Texts are stored per scenario under ``$VLBIAS_CACHE_DIR/texts`` keyed by model (weights, dtype) and
+    settings, so an interrupted run keeps the scenarios it finished. Samples are reproducible one by one (each
     has its own seed), so asking for more samples later keeps the first ones. ``threads``: torch
     threads while decoding (None keeps the current setting; on a GPU it does not matter).
     """
     import json
 
-    from ..cache import entry_dir
+    from ..cache import cache_key, entry_dir, write_atomically
 
     rows = []
     for name, instruction in tqdm(scenarios.items(), desc="scenarios", disable=not progress):
         prompt = chat_prompt(model, instruction) if use_chat_template else instruction
-        key = {"model": str(model.spec), "prompt": prompt, "n": n_per_scenario, "max_new_tokens": max_new_tokens,
-               "temperature": temperature, "top_p": top_p, "seed": seed}
+        key = cache_key("stories", CACHE_VERSION, model, prompt=prompt, n=n_per_scenario,
+                        max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
         path = entry_dir(key, kind="texts") / "texts.json"
         if path.exists():
             texts = json.loads(path.read_text(encoding="utf-8"))
@@ -232,9 +236,7 @@ def generate_stories(model: LanguageModel, scenarios: dict[str, str], n_per_scen
                                        num_return_sequences=n_per_scenario, seed=seed, batch_size=batch_size,
                                        progress=False)[0]
             path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_suffix(".tmp")
-            temporary.write_text(json.dumps(texts), encoding="utf-8")
-            temporary.replace(path)
+            write_atomically(path, json.dumps(texts).encode("utf-8"))
         rows += [{"scenario": name, "sample": i, "text": text} for i, text in enumerate(texts)]
     return pd.DataFrame(rows)
 

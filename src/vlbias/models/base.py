@@ -9,7 +9,43 @@ import numpy as np
 from PIL import Image
 
 
-class ImageTextModel(ABC):
+def describe_model(model) -> dict:
+    """What about a model decides its outputs, for cache keys: the weights (``weights_id``, else
+    the spec), dtype, kind and image preprocessing, each where the model has it."""
+    dtype = getattr(model, "dtype", None)
+    weights = getattr(model, "weights_id", None) or str(getattr(model, "spec", type(model).__name__))
+    return {"weights": weights, "dtype": None if dtype is None else str(dtype).removeprefix("torch."),
+            "kind": getattr(model, "kind", None), "preprocess": getattr(model, "preprocess_id", None)}
+
+
+class CacheIdentity:
+    """``weights_id`` and ``cache_identity()``, shared by the three interfaces."""
+
+    @property
+    def weights_id(self) -> str:
+        """Names the weights in cache keys: the spec, plus the fixture version for ``tiny:`` specs."""
+        explicit = getattr(self, "_weights_id", None)
+        if explicit:
+            return explicit
+        spec = str(self.spec)
+        if spec.startswith("tiny:"):
+            from .tiny import TINY_BUILDERS
+
+            builder = TINY_BUILDERS.get(spec[len("tiny:"):])
+            if builder is not None:  # a rebuilt fixture (new version) never reuses old caches
+                return f"{spec}@{builder.name}-v{builder.version}"
+        return spec
+
+    @weights_id.setter
+    def weights_id(self, value: str) -> None:
+        self._weights_id = value
+
+    def cache_identity(self) -> dict:
+        """See :func:`describe_model`; part of every cache key this model's results go under."""
+        return describe_model(self)
+
+
+class ImageTextModel(CacheIdentity, ABC):
     """Anything that scores how well a text describes an image.
 
     ``kind`` is ``"dual"`` for dual encoders (CLIP and relatives), whose scores are cosine
@@ -21,15 +57,6 @@ class ImageTextModel(ABC):
     kind: str
     #: identifies the image preprocessing (resolution, normalisation); part of cache keys
     preprocess_id: str
-
-    @property
-    def weights_id(self) -> str:
-        """Names the weights in cache keys: the spec, plus the fixture version for ``tiny:`` specs."""
-        return getattr(self, "_weights_id", None) or self.spec
-
-    @weights_id.setter
-    def weights_id(self, value: str) -> None:
-        self._weights_id = value
 
     @property
     def has_embeddings(self) -> bool:
@@ -59,7 +86,7 @@ class ImageTextModel(ABC):
         """
 
 
-class LanguageModel(ABC):
+class LanguageModel(CacheIdentity, ABC):
     """Masked (``kind == "masked"``) or causal (``kind == "causal"``) language model."""
 
     spec: str
@@ -92,7 +119,7 @@ class LanguageModel(ABC):
         """
 
 
-class TextToImageModel(ABC):
+class TextToImageModel(CacheIdentity, ABC):
     """A text-to-image pipeline with one recorded seed per image."""
 
     spec: str

@@ -1,21 +1,30 @@
-"""Generate images to disk with a manifest, resumably.
+"""Generate images to disk with a manifest, resumably, by one or several processes at once.
 
 Each job (a row with at least ``prompt`` and ``seed``) becomes one PNG. Images are written to a
 temporary name and renamed into place, and the manifest gains a line only after its image is on
 disk, so a killed run loses at most the batch in flight and a rerun skips finished jobs.
+
+Rows are appended as whole lines, one write per batch, under a file lock (``.manifest.lock``);
+a process generating a job holds that job's lock in ``.claims/``, so two runs on one folder share
+the jobs instead of drawing them twice. A last line cut off by a crash is dropped with a warning
+and its job is drawn again.
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from filelock import FileLock, Timeout
 from tqdm import tqdm  # text bars: widgets would need ipywidgets
 
+from ..cache import write_atomically
 from ..models.base import TextToImageModel
 
 MANIFEST = "manifest.csv"
@@ -40,10 +49,77 @@ def job_file_name(job_id: int, seed: int) -> str:
 
 
 def read_manifest(out_dir: Path) -> pd.DataFrame:
+    """The finished jobs of ``out_dir``, one row per job (the first if a job was recorded twice).
+
+    A last line without its end (a crash while it was written) is dropped with a warning; a ``file``
+    that is not a plain name inside ``out_dir`` is refused.
+    """
     path = Path(out_dir) / MANIFEST
-    if not path.exists():
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    whole, _, partial = text.rpartition("\n")
+    if partial:
+        warnings.warn(f"{path}: dropped a cut-off last line ({partial[:60]!r}); its job is generated again.",
+                      stacklevel=2)
+    if not whole.strip():
         return pd.DataFrame(columns=["job_id", "file", "prompt", "seed"])
-    return pd.read_csv(path, keep_default_na=False)
+    manifest = pd.read_csv(io.StringIO(whole + "\n"), keep_default_na=False)
+    for name in manifest["file"]:
+        _check_file_name(name, path)
+    return manifest.drop_duplicates("job_id", ignore_index=True)
+
+
+def _check_file_name(name: str, where: Path) -> None:
+    """Refuse file names that would reach outside the run's folder (``../x.png``, ``/etc/x``)."""
+    if not name or Path(name).name != name or name in {".", ".."}:
+        raise ValueError(f"{where}: file {name!r} is not a plain file name inside its folder; "
+                         "the manifest was edited or damaged. Fix that row or use a new output folder.")
+
+
+def _append_rows(out_dir: Path, columns: list[str], rows: list[dict]) -> None:
+    """Append whole lines under the manifest lock, writing the header first into a new manifest and
+    cutting off a partial last line left by a crash, so a new row is never glued to it."""
+    path = out_dir / MANIFEST
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    with FileLock(out_dir / ".manifest.lock"):
+        size = path.stat().st_size if path.exists() else 0
+        if size == 0:
+            writer.writeheader()
+        else:
+            _check_header(path, columns)
+            _cut_partial_line(path)
+        writer.writerows(rows)
+        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(descriptor, buffer.getvalue().encode("utf-8"))
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+
+def _cut_partial_line(path: Path) -> None:
+    """Truncate ``path`` after its last newline (appends hold the lock, so a partial line is a crash's)."""
+    with open(path, "rb+") as stream:
+        stream.seek(-1, os.SEEK_END)
+        if stream.read(1) != b"\n":
+            stream.seek(0)
+            stream.truncate(stream.read().rfind(b"\n") + 1)
+
+
+def _check_header(path: Path, columns: list[str]) -> None:
+    with open(path, encoding="utf-8") as existing:
+        header = next(csv.reader(existing), [])
+    if header != columns:
+        raise ValueError(f"{path} was written with columns {header}, this run's are {columns}: "
+                         "the jobs or settings changed. Use a new output folder, or restore the settings.")
+
+
+def _finished_jobs(out_dir: Path) -> set[int]:
+    """Job ids whose row and image are both on disk (read under the manifest lock)."""
+    with FileLock(out_dir / ".manifest.lock"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a cut-off line was reported when the run started
+        done = read_manifest(out_dir)
+    return {int(j) for j, f in zip(done["job_id"], done["file"]) if (out_dir / f).exists()}
 
 
 def generate_to_disk(model: TextToImageModel, jobs: pd.DataFrame, out_dir: str | Path, batch_size: int = 4,
@@ -51,7 +127,8 @@ def generate_to_disk(model: TextToImageModel, jobs: pd.DataFrame, out_dir: str |
     """Generate every job not yet on disk; return the manifest of all finished jobs.
 
     ``settings`` (num_inference_steps, guidance_scale, height, width, ...) go to
-    ``model.generate`` and are recorded in the manifest, one column each.
+    ``model.generate`` and are recorded in the manifest, one column each. Several processes may
+    run this on one folder at once: each draws the jobs no other is drawing, then waits for those.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -59,41 +136,62 @@ def generate_to_disk(model: TextToImageModel, jobs: pd.DataFrame, out_dir: str |
     if missing:
         raise ValueError(f"jobs need columns {sorted(missing)}")
     jobs = jobs.reset_index(drop=True)
-    done = read_manifest(out_dir)
+    with FileLock(out_dir / ".manifest.lock"):  # not while another run appends
+        done = read_manifest(out_dir)
     _check_same_jobs(done, jobs, out_dir)
     _check_same_settings(done, {"model": model.spec, **settings}, out_dir)
-    finished = {int(j) for j, f in zip(done["job_id"], done["file"]) if (out_dir / f).exists()}
-    todo = [i for i in range(len(jobs)) if i not in finished]
-
-    manifest_path = out_dir / MANIFEST
     columns = ["job_id", "file", *jobs.columns, "model", *sorted(settings)]
-    new_file = not manifest_path.exists() or manifest_path.stat().st_size == 0
-    if not new_file:
-        with open(manifest_path, encoding="utf-8") as existing:
-            header = next(csv.reader(existing), [])
-        if header != columns:
-            raise ValueError(f"{manifest_path} was written with columns {header}, this run's are {columns}: "
-                             "the jobs or settings changed. Use a new output folder, or restore the settings.")
-    with open(manifest_path, "a", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        if new_file:
-            writer.writeheader()
-        batches = [todo[i:i + batch_size] for i in range(0, len(todo), batch_size)]
-        for batch in tqdm(batches, desc="generating", unit="batch", disable=not progress):
-            rows = jobs.iloc[batch]
-            images = model.generate(list(rows["prompt"]), [int(s) for s in rows["seed"]],
-                                    batch_size=batch_size, progress=False, **settings)
-            for job_id, (_, row), image in zip(batch, rows.iterrows(), images):
-                name = job_file_name(job_id, int(row["seed"]))
-                temporary = out_dir / f".{name}.tmp"
-                image.save(temporary, format="PNG")
-                os.replace(temporary, out_dir / name)
-                writer.writerow({"job_id": job_id, "file": name, **row.to_dict(), "model": model.spec, **settings})
-            handle.flush()
-            os.fsync(handle.fileno())
+    if (out_dir / MANIFEST).exists() and (out_dir / MANIFEST).stat().st_size:
+        _check_header(out_dir / MANIFEST, columns)
+    finished = _finished_jobs(out_dir)
+    pending = [i for i in range(len(jobs)) if i not in finished]
+
+    claims = out_dir / ".claims"
+    claims.mkdir(exist_ok=True)
+    wait = False
+    with tqdm(total=len(pending), desc="generating", unit="image", disable=not progress) as bar:
+        while pending:
+            busy = []  # jobs another process is drawing: wait for them afterwards
+            for begin in range(0, len(pending), batch_size):
+                held = {}
+                for job_id in pending[begin:begin + batch_size]:
+                    lock = FileLock(claims / f"{job_id:06d}.lock", timeout=-1 if wait else 0)
+                    try:
+                        lock.acquire()
+                        held[job_id] = lock
+                    except Timeout:
+                        busy.append(job_id)
+                try:
+                    finished = _finished_jobs(out_dir) if held else finished
+                    batch = [job_id for job_id in held if job_id not in finished]
+                    if batch:
+                        _generate_batch(model, jobs, batch, out_dir, columns, batch_size, settings)
+                    for job_id in held:  # waiters re-read the manifest before drawing: safe to remove
+                        (claims / f"{job_id:06d}.lock").unlink(missing_ok=True)
+                finally:
+                    for lock in held.values():
+                        lock.release()
+                bar.update(len(held))
+            pending, wait = busy, True
     manifest = read_manifest(out_dir)
     manifest = manifest[manifest["job_id"].astype(int) < len(jobs)]  # a folder may hold a longer job list
     return manifest.sort_values("job_id").reset_index(drop=True)
+
+
+def _generate_batch(model: TextToImageModel, jobs: pd.DataFrame, batch: list[int], out_dir: Path,
+                    columns: list[str], batch_size: int, settings: dict[str, Any]) -> None:
+    """Draw one batch, put its images in place, then record them in the manifest."""
+    rows = jobs.iloc[batch]
+    images = model.generate(list(rows["prompt"]), [int(s) for s in rows["seed"]],
+                            batch_size=batch_size, progress=False, **settings)
+    records = []
+    for job_id, (_, row), image in zip(batch, rows.iterrows(), images):
+        name = job_file_name(job_id, int(row["seed"]))
+        png = io.BytesIO()
+        image.save(png, format="PNG")
+        write_atomically(out_dir / name, png.getvalue())
+        records.append({"job_id": job_id, "file": name, **row.to_dict(), "model": model.spec, **settings})
+    _append_rows(out_dir, columns, records)
 
 
 def _check_same_settings(done: pd.DataFrame, settings: dict[str, Any], out_dir: Path) -> None:
@@ -142,6 +240,8 @@ class ImageFiles:
     def __init__(self, manifest: pd.DataFrame, out_dir: str | Path):
         self.out_dir = Path(out_dir)
         self.files = list(manifest["file"])
+        for name in self.files:
+            _check_file_name(name, self.out_dir)
         recipe = manifest.drop(columns=["job_id", "file"], errors="ignore").to_csv(index=False)
         self.identity = f"t2i-images/{len(self.files)}@{hashlib.sha256(recipe.encode()).hexdigest()[:16]}"
 
