@@ -1,0 +1,83 @@
+"""The cache through its public API: an entry is never read under another model or chunk size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vlbias.cache import compute_chunked
+from vlbias.embeddings import embed_images, embed_texts
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
+
+
+class SeededEncoder:
+    """A dual encoder whose "weights" are a random projection drawn from ``weights_seed``."""
+
+    kind = "dual"
+    preprocess_id = "seeded-8px"
+
+    def __init__(self, spec: str, weights_seed: int, weights_id: str | None = None):
+        self.spec = spec
+        if weights_id is not None:
+            self.weights_id = weights_id
+        self.projection = np.random.default_rng(weights_seed).normal(size=(12, 6))
+
+    def _unit(self, features):
+        rows = np.asarray(features, dtype=np.float64).reshape(-1, 12) @ self.projection
+        return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+    def encode_texts(self, texts, batch_size=256, progress=True):
+        return self._unit([[(ord(c) * (i + 1)) % 97 + 1.0 for i, c in enumerate((t * 12)[:12])] for t in texts])
+
+    def encode_images(self, images, batch_size=32, progress=True):
+        return self._unit([np.asarray(image.convert("RGB"), dtype=np.float64)[:2, :2].ravel() + 1.0
+                           for image in images])
+
+
+TEXTS = ["a red car", "a blue car", "a photo of a person", "a green kite", "x"]
+
+
+@pytest.mark.parametrize("first, second", [
+    (SeededEncoder("fake:a", 0), SeededEncoder("fake:b", 1)),                    # another spec
+    (SeededEncoder("fake:a", 0, "weights-v1"), SeededEncoder("fake:a", 1, "weights-v2")),  # same spec, other weights
+])
+def test_a_second_model_never_gets_the_first_models_text_embeddings(first, second):
+    np.testing.assert_array_equal(embed_texts(first, TEXTS, progress=False), first.encode_texts(TEXTS))
+    theirs = embed_texts(second, TEXTS, progress=False)
+    np.testing.assert_array_equal(theirs, second.encode_texts(TEXTS))
+    assert not np.allclose(theirs, first.encode_texts(TEXTS))
+
+
+@pytest.mark.parametrize("first, second", [
+    (SeededEncoder("fake:a", 0), SeededEncoder("fake:b", 1)),
+    (SeededEncoder("fake:a", 0, "weights-v1"), SeededEncoder("fake:a", 1, "weights-v2")),
+])
+def test_a_second_model_never_gets_the_first_models_image_embeddings(first, second):
+    rng = np.random.default_rng(0)
+    images = [Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)) for _ in range(5)]
+    np.testing.assert_array_equal(embed_images(first, images, dataset_identity="five", progress=False),
+                                  first.encode_images(images))
+    theirs = embed_images(second, images, dataset_identity="five", progress=False)
+    np.testing.assert_array_equal(theirs, second.encode_images(images))
+    assert not np.allclose(theirs, first.encode_images(images))
+
+
+def rows(start, stop):
+    return np.arange(start, stop, dtype=np.float64)[:, None] * np.array([1.0, -2.0, 0.5])
+
+
+@pytest.mark.parametrize("written, read", [(10, 5), (5, 10), (10, 7)])
+def test_reading_an_entry_with_another_chunk_size_returns_the_direct_rows(written, read):
+    # 25 rows: written in chunks of 10, the last file holds rows 20-24; read in chunks of 5, the
+    # third chunk is rows 10-14, and a file of the right length must not pass for it
+    key = {"what": "chunk-size-test"}
+    direct = rows(0, 25)
+    np.testing.assert_array_equal(compute_chunked(key, 25, rows, chunk_size=written, progress=False), direct)
+    np.testing.assert_array_equal(compute_chunked(key, 25, rows, chunk_size=read, progress=False), direct)
+    np.testing.assert_array_equal(compute_chunked(key, 25, rows, chunk_size=written, progress=False), direct)
+
