@@ -34,3 +34,15 @@ def test_accuracy_summary_passes_its_confidence_on(confidence):
     summary = accuracy_summary(correct, confidence)
     assert summary["n"] == 25 and summary["accuracy_%"] == pytest.approx(68.0)
     assert summary["ci_low_%"] == pytest.approx(100 * ci.low) and summary["ci_high_%"] == pytest.approx(100 * ci.high)
+
+
+def test_accuracy_summary_of_nothing_has_no_accuracy():
+    summary = accuracy_summary(np.array([], dtype=bool))
+    assert summary["n"] == 0 and np.isnan(summary["accuracy_%"])
+
+
+def test_self_similarity_of_one_embedding_is_refused_with_the_count():
+    from vlbias.stats import self_similarity
+
+    with pytest.raises(ValueError, match="at least 2 embeddings, got 1"):
+        self_similarity(np.ones((1, 3)))
