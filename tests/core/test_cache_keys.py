@@ -81,3 +81,24 @@ def test_reading_an_entry_with_another_chunk_size_returns_the_direct_rows(writte
     np.testing.assert_array_equal(compute_chunked(key, 25, rows, chunk_size=read, progress=False), direct)
     np.testing.assert_array_equal(compute_chunked(key, 25, rows, chunk_size=written, progress=False), direct)
 
+
+
+def test_clear_removes_one_entry_and_only_that_one():
+    from vlbias.cache import clear
+
+    calls = []
+
+    def counted(start, stop):
+        calls.append((start, stop))
+        return rows(start, stop)
+
+    first, second = {"what": "clear-test", "n": 1}, {"what": "clear-test", "n": 2}
+    for key in (first, second):
+        compute_chunked(key, 12, counted, chunk_size=5, progress=False)
+    assert len(calls) == 6
+    clear(first)
+    np.testing.assert_array_equal(compute_chunked(first, 12, counted, chunk_size=5, progress=False), rows(0, 12))
+    assert len(calls) == 9                       # the cleared entry is computed afresh
+    compute_chunked(second, 12, counted, chunk_size=5, progress=False)
+    assert len(calls) == 9                       # the other one is still cached
+    clear({"what": "never written"})             # clearing nothing is no error

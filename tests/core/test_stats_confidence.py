@@ -46,3 +46,14 @@ def test_self_similarity_of_one_embedding_is_refused_with_the_count():
 
     with pytest.raises(ValueError, match="at least 2 embeddings, got 1"):
         self_similarity(np.ones((1, 3)))
+
+
+@pytest.mark.parametrize("trials", [3, 6, 7, 15])  # sizes where the formula's rounding leaves the edge by ~1e-17
+def test_wilson_interval_is_exact_at_zero_and_all_successes(trials):
+    low, high = wilson_interval(0, trials)
+    assert low == 0.0 and 0 < high < 1
+    low, high = wilson_interval(trials, trials)
+    assert high == 1.0 and 0 < low < 1
+    assert type(low) is float and type(high) is float   # scalars in, floats out
+    lows, highs = wilson_interval(np.array([0, trials]), np.array([trials, trials]))
+    assert lows[0] == 0.0 and highs[1] == 1.0 and lows.shape == highs.shape == (2,)
