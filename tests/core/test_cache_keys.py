@@ -102,3 +102,19 @@ def test_clear_removes_one_entry_and_only_that_one():
     compute_chunked(second, 12, counted, chunk_size=5, progress=False)
     assert len(calls) == 9                       # the other one is still cached
     clear({"what": "never written"})             # clearing nothing is no error
+
+
+def test_a_failed_write_raises_its_own_error_and_leaves_no_partial_files(tmp_path, monkeypatch):
+    key = {"what": "failing-disk"}
+    real_save = np.save
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "save", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        compute_chunked(key, 12, rows, chunk_size=5, progress=False)
+    leftovers = [p.name for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.name != "meta.json"]
+    assert leftovers == []                       # no temporary or half-written chunk stays behind
+    monkeypatch.setattr(np, "save", real_save)
+    np.testing.assert_array_equal(compute_chunked(key, 12, rows, chunk_size=5, progress=False), rows(0, 12))
