@@ -118,3 +118,67 @@ def test_a_failed_write_raises_its_own_error_and_leaves_no_partial_files(tmp_pat
     assert leftovers == []                       # no temporary or half-written chunk stays behind
     monkeypatch.setattr(np, "save", real_save)
     np.testing.assert_array_equal(compute_chunked(key, 12, rows, chunk_size=5, progress=False), rows(0, 12))
+
+
+def test_bad_arguments_and_the_empty_case():
+    with pytest.raises(ValueError, match="n_items must be >= 0"):
+        compute_chunked({"what": "bad"}, -1, rows, chunk_size=5, progress=False)
+    with pytest.raises(ValueError, match="chunk_size >= 1"):
+        compute_chunked({"what": "bad"}, 10, rows, chunk_size=0, progress=False)
+    empty = compute_chunked({"what": "empty"}, 0, rows, chunk_size=5, progress=False)
+    assert empty.shape == (0, 3)                 # compute_fn(0, 0) says what "empty" looks like
+
+
+def test_bad_compute_output_is_refused_with_what_was_expected():
+    with pytest.raises(TypeError, match="numeric array, not objects"):
+        compute_chunked({"what": "objects"}, 2, lambda a, b: np.array([{}, {}], dtype=object), chunk_size=5,
+                        progress=False, cache=False)
+    with pytest.raises(ValueError, match=r"compute_fn\(5, 10\) returned shape \(4, 3\), expected 5 rows"):
+        compute_chunked({"what": "short"}, 12, lambda a, b: rows(a, b if a == 0 else b - 1), chunk_size=5,
+                        progress=False)
+    # a later chunk of another dtype (same row shape), or of another row shape, is refused by name
+    with pytest.raises(ValueError, match=r"earlier chunks were <f8 with row shape \[3\]"):
+        compute_chunked({"what": "dtype"}, 12, lambda a, b: rows(a, b).astype(np.float32 if a else np.float64),
+                        chunk_size=5, progress=False)
+    with pytest.raises(ValueError, match=r"returned float64\(5, 2\), but earlier chunks"):
+        compute_chunked({"what": "dim"}, 12, lambda a, b: rows(a, b)[:, : 3 if a == 0 else 2], chunk_size=5,
+                        progress=False)
+
+
+def test_one_dimensional_results_are_cached_too():
+    calls = []
+
+    def scores(start, stop):
+        calls.append(start)
+        return np.arange(start, stop, dtype=np.float32) / 7
+
+    first = compute_chunked({"what": "1-d"}, 12, scores, chunk_size=5, progress=False)
+    np.testing.assert_array_equal(compute_chunked({"what": "1-d"}, 12, scores, chunk_size=5, progress=False), first)
+    assert calls == [0, 5, 10] and first.shape == (12,)
+
+
+def test_a_run_killed_in_its_first_chunk_resumes():
+    def killed(start, stop):
+        raise KeyboardInterrupt("simulated kill")
+
+    with pytest.raises(KeyboardInterrupt):
+        compute_chunked({"what": "first-kill"}, 12, killed, chunk_size=5, progress=False)
+    np.testing.assert_array_equal(compute_chunked({"what": "first-kill"}, 12, rows, chunk_size=5, progress=False),
+                                  rows(0, 12))
+
+
+def test_kinds_are_separate_stores():
+    key = {"what": "same key, two kinds"}
+    compute_chunked(key, 6, rows, chunk_size=5, progress=False, kind="scores")
+    other = compute_chunked(key, 6, lambda a, b: -rows(a, b), chunk_size=5, progress=False, kind="colorfoil")
+    np.testing.assert_array_equal(other, -rows(0, 6))
+
+
+def test_progress_bar_shows_only_when_asked(capsys):
+    compute_chunked({"what": "quiet"}, 12, rows, chunk_size=5, progress=False, desc="quiet bar")
+    assert "quiet bar" not in capsys.readouterr().err
+    compute_chunked({"what": "loud"}, 12, rows, chunk_size=5, desc="loud bar")   # progress by default
+    assert "loud bar" in capsys.readouterr().err
+    compute_chunked({"what": "loud-2"}, 12, rows, chunk_size=5, progress=True)
+    err = capsys.readouterr().err
+    assert "embeddings chunks" in err and "/3 " in err   # the bar counts chunks: 3 of them
