@@ -127,6 +127,7 @@ def test_bad_arguments_and_the_empty_case():
         compute_chunked({"what": "bad"}, 10, rows, chunk_size=0, progress=False)
     empty = compute_chunked({"what": "empty"}, 0, rows, chunk_size=5, progress=False)
     assert empty.shape == (0, 3)                 # compute_fn(0, 0) says what "empty" looks like
+    np.testing.assert_array_equal(compute_chunked({"what": "ones"}, 3, rows, chunk_size=1, progress=False), rows(0, 3))
 
 
 def test_bad_compute_output_is_refused_with_what_was_expected():
@@ -181,4 +182,4 @@ def test_progress_bar_shows_only_when_asked(capsys):
     assert "loud bar" in capsys.readouterr().err
     compute_chunked({"what": "loud-2"}, 12, rows, chunk_size=5, progress=True)
     err = capsys.readouterr().err
-    assert "embeddings chunks" in err and "/3 " in err   # the bar counts chunks: 3 of them
+    assert "embeddings chunks" in err and "/3 " in err and "chunk/s" in err   # it counts chunks: 3 of them
