@@ -102,6 +102,10 @@ def test_clear_removes_one_entry_and_only_that_one():
     compute_chunked(second, 12, counted, chunk_size=5, progress=False)
     assert len(calls) == 9                       # the other one is still cached
     clear({"what": "never written"})             # clearing nothing is no error
+    compute_chunked(first, 12, counted, chunk_size=5, progress=False, kind="scores")
+    clear(first, kind="scores")                  # an entry of another kind is cleared in its own store
+    compute_chunked(first, 12, counted, chunk_size=5, progress=False, kind="scores")
+    assert len(calls) == 15
 
 
 def test_a_failed_write_raises_its_own_error_and_leaves_no_partial_files(tmp_path, monkeypatch):
