@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # of retrying for minutes, and CLIPTokenizer.from_pretrained(hub_id) cannot silently come back empty.
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
-.PHONY: book test full venv benchmarks clean
+.PHONY: book test full venv benchmarks mutation clean
 
 venv: $(STAMP)
 
@@ -35,5 +35,12 @@ full: $(STAMP)
 benchmarks: $(STAMP)
 	$(OFFLINE) $(PY) benchmarks/run_all.py
 
+# Mutation testing of the measures, the foil construction, the CADS schedule and the cache (slow:
+# hours on 2 cores; not part of `make test`). MODULES=vlbias.cache narrows it; see CONTRIBUTING.
+MODULES ?=
+mutation: $(STAMP)
+	$(PY) -m pip install --quiet -r requirements-dev.txt -c requirements-lock.txt
+	$(OFFLINE) PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) benchmarks/mutation/run_mutation.py $(MODULES)
+
 clean:
-	rm -rf _build book/generated outputs/demo
+	rm -rf _build book/generated outputs/demo mutants

@@ -214,10 +214,10 @@ def test_embed_images_matches_direct_encoding_and_is_cached():
     assert embeddings.dtype == np.float32 and model.images_seen == len(dataset)
     assert embed_images(model, dataset, chunk_size=64, progress=False).tobytes() == embeddings.tobytes()
     assert model.images_seen == len(dataset), "second call must come from the cache"
-    # The same images under another model or preprocessing are computed again.
-    other = FakeModel(preprocess_id="fake-other")
-    embed_images(other, dataset, chunk_size=64, progress=False)
-    assert other.images_seen == len(dataset)
+    # The same images under another preprocessing, or another model, are computed again.
+    for other in (FakeModel(preprocess_id="fake-other"), FakeModel(spec="fake:other-model")):
+        embed_images(other, dataset, chunk_size=64, progress=False)
+        assert other.images_seen == len(dataset)
     # A subset has its own identity (and is not confused with the full set).
     subset = dataset.images(np.arange(10, 30))
     np.testing.assert_array_equal(embed_images(model, subset, chunk_size=64, progress=False), expected[10:30])

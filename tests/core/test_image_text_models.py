@@ -270,17 +270,29 @@ def test_pairwise_matchers_have_no_embeddings(name, images):
             call()
 
 
-def test_dual_and_pairwise_answer_the_same_calls(images):
-    candidates = [TEXTS[:3]] * 4
-    results = {}
-    for name in ("clip", "vilt"):
-        model = tiny(name)
-        results[name] = (model.score(images[:4], TEXTS, progress=False),
-                         model.score_candidates(images[:4], candidates, progress=False))
-    assert isinstance(tiny("clip"), DualEncoder)
-    for dual, pairwise in zip(results["clip"], results["vilt"]):
-        assert dual.shape == pairwise.shape and dual.dtype == pairwise.dtype == np.float32
-    assert results["clip"][0].shape == (4, len(TEXTS)) and results["clip"][1].shape == (4, 3)
+@pytest.mark.parametrize("name", ["clip", "vilt"])
+def test_score_candidates_equals_score_of_each_pair(name, images):
+    """Both kinds answer score() and score_candidates(); each candidate's score is that pair's score()."""
+    model = tiny(name)
+    candidates = [TEXTS[:3], TEXTS[1:4], [TEXTS[0], TEXTS[0], TEXTS[2]], [TEXTS[3], TEXTS[0], TEXTS[1]]]
+    by_rows = model.score_candidates(images[:4], candidates, progress=False)
+    assert by_rows.shape == (4, 3) and by_rows.dtype == np.float32
+    full = model.score(images[:4], TEXTS, progress=False)
+    assert full.shape == (4, len(TEXTS)) and full.dtype == np.float32
+    for i, row in enumerate(candidates):
+        for j, text in enumerate(row):
+            assert by_rows[i, j] == pytest.approx(full[i, TEXTS.index(text)], abs=1e-5), (i, j)
+    assert by_rows[2, 0] == pytest.approx(by_rows[2, 1], abs=1e-6)
+    assert np.ptp(by_rows) > 1e-6  # not a constant
+
+
+def test_dual_encoder_scores_are_cosines_of_its_embeddings(images):
+    model = tiny("clip")
+    assert isinstance(model, DualEncoder)
+    a = model.encode_images(images[:4], progress=False)
+    b = model.encode_texts(TEXTS, progress=False)
+    a, b = a / np.linalg.norm(a, axis=1, keepdims=True), b / np.linalg.norm(b, axis=1, keepdims=True)
+    np.testing.assert_allclose(model.score(images[:4], TEXTS, progress=False), a @ b.T, atol=1e-5)
 
 
 def test_candidate_lists_are_validated(images):

@@ -64,17 +64,6 @@ def test_stereotyping_table_female_share_and_gap():
         harms.stereotyping_table(TableLM(table), ["nurse"], [0.9], ["x {occupation} {slot}"], scoring="bogus")
 
 
-def test_stereotyping_on_a_tiny_masked_model_runs_end_to_end():
-    from vlbias.models import load_language_model
-
-    lm = load_language_model("tiny:mlm", device="cpu")
-    table = harms.stereotyping_table(lm, ["nurse", "doctor", "pilot"], [0.9, 0.4, 0.1],
-                                     ["the {occupation} said that {slot} was late."], progress=False)
-    shares = table[["P(she)", "P(he)", "P(they)"]].to_numpy()
-    np.testing.assert_allclose(shares.sum(axis=1), 1.0)
-    assert ((table["model female share"] > 0) & (table["model female share"] < 1)).all()
-
-
 def test_amplification_slope_planted_and_interval_matches_scipy():
     real = np.linspace(0.05, 0.95, 20)
     noise = np.random.default_rng(0).normal(scale=0.02, size=20)

@@ -83,21 +83,40 @@ def fixture_like_records(seed=0, per_cell=2):
     return pd.DataFrame(rows, columns=["race", "gender", "age"])
 
 
-def test_prompt_sensitivity_equals_flags_of_each_prompt_set():
-    from vlbias.markedness import prompt_sensitivity, unmarked_flags
+def test_prompt_sensitivity_against_cosines_of_hand_written_prompts():
+    from vlbias.markedness import prompt_sensitivity
 
     records = fixture_like_records()
     images = np.random.default_rng(1).normal(size=(len(records), 8))
     table = prompt_sensitivity(records, images, fake_text_embed, ["a photo of", "a picture of"])
     assert len(table) == 2 * 2 * (7 + 2 + 9)
+    unit = images / np.linalg.norm(images, axis=1, keepdims=True)
+
+    def cosines(*texts):
+        vectors = fake_text_embed(list(texts))
+        return unit @ (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).T
+
     for prefix in ("a photo of", "a picture of"):
-        person, prompts = prompt_set(prefix, "more than 70 years old")
-        flags = unmarked_flags(images, fake_text_embed, prompts, person)
-        rows = table[(table.prefix == prefix) & (table.oldest_age_wording == "more than 70 years old")
-                     & (table.family == "gender")].set_index("group")
-        for gender in GENDERS:
-            expected = 100 * flags["gender"][(records.gender == gender).to_numpy()].mean()
-            assert rows.loc[gender, "unmarked_%"] == pytest.approx(expected)
+        for wording in ("70 or more years old", "more than 70 years old"):
+            rows = table[(table.prefix == prefix) & (table.oldest_age_wording == wording)]
+            person = cosines(f"{prefix} a person")[:, 0]
+            gender = person > cosines(f"{prefix} a female person", f"{prefix} a male person").max(axis=1)
+            ages = [f"{prefix} a person between {a} and {b} years old"
+                    for a, b in (("0", "2"), ("3", "9"), ("10", "19"), ("20", "29"), ("30", "39"), ("40", "49"),
+                                 ("50", "59"), ("60", "69"))] + [f"{prefix} a person {wording}"]
+            age = person > cosines(*ages).max(axis=1)
+            for family, flags in (("gender", gender), ("age", age)):
+                got = rows[rows.family == family].set_index("group")["unmarked_%"]
+                for label in got.index:
+                    expected = 100 * flags[(records[family] == label).to_numpy()].mean()
+                    assert got[label] == pytest.approx(expected), (prefix, wording, family, label)
+    # the oldest-age wording changes the age family only
+    photo = table[table.prefix == "a photo of"]
+    code, paper = (photo[photo.oldest_age_wording == w].reset_index(drop=True)
+                   for w in ("70 or more years old", "more than 70 years old"))
+    same = code.family != "age"
+    assert code[same]["unmarked_%"].tolist() == paper[same]["unmarked_%"].tolist()
+    assert code[~same]["unmarked_%"].tolist() != paper[~same]["unmarked_%"].tolist()
 
 
 def test_gap_tables_cover_the_headline_comparisons():

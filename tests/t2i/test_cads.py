@@ -160,3 +160,24 @@ def test_half_precision_conditions_stay_half_and_follow_the_float32_formula():
     out = anneal_condition(y, 0.5, n, noise_scale=0.3, rescale=False)
     assert out.dtype == torch.float16
     assert torch.allclose(out.float(), math.sqrt(0.5) * y.float() + 0.3 * math.sqrt(0.5) * n, atol=2e-3)
+
+
+def test_gamma_edges_types_and_messages():
+    import warnings
+
+    assert type(cads_gamma(0.7, 0.6, 0.9)) is float             # a scalar in, a float out
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                           # τ1 = τ2 divides by zero: silently
+        step = cads_gamma(np.array([0.4, 0.5, 0.6]), 0.5, 0.5)
+    assert step.dtype == np.float64 and step.tolist() == [1.0, 1.0, 0.0]
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        cads_gamma(0.5, 0.6, 0.9, "cubic")
+
+
+def test_anneal_defaults_rescale_fully_and_shapes_must_match():
+    y = torch.tensor([[[1.0, -2.0], [0.5, 3.0]]])
+    n = torch.tensor([[[0.2, 0.4], [-1.0, 2.0]]])
+    assert torch.equal(anneal_condition(y, 0.36, n, 0.5), anneal_condition(y, 0.36, n, 0.5, psi=1.0, rescale=True))
+    assert not torch.allclose(anneal_condition(y, 0.36, n, 0.5), anneal_condition(y, 0.36, n, 0.5, rescale=False))
+    with pytest.raises(ValueError, match=r"condition's shape \(1, 2, 2\), got \(1, 2, 3\)"):
+        anneal_condition(y, 0.5, torch.zeros(1, 2, 3), 0.5)

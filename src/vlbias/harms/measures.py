@@ -343,7 +343,7 @@ def false_positive_rates(standard_scores, aave_scores, thresholds: Sequence[floa
         if k_s == 0:
             row.update(ratio=np.nan, ratio_low=np.nan, ratio_high=np.nan,
                        statement=(f"no ratio: 0 of {n} standard sentences flagged, {k_a} of {n} AAVE "
-                                  f"(AAVE FPR {k_a / n:.0%}, 95% CI {a_low:.0%}-{a_high:.0%})"))
+                                  f"(AAVE FPR {k_a / n:.0%}, {confidence:.0%} CI {a_low:.0%}-{a_high:.0%})"))
         else:
             boot_s = flagged_standard[resamples].sum(axis=1)
             boot_a = flagged_aave[resamples].sum(axis=1)

@@ -1,0 +1,189 @@
+"""The cache through its public API: an entry is never read under another model or chunk size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vlbias.cache import compute_chunked
+from vlbias.embeddings import embed_images, embed_texts
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
+
+
+class SeededEncoder:
+    """A dual encoder whose "weights" are a random projection drawn from ``weights_seed``."""
+
+    kind = "dual"
+    preprocess_id = "seeded-8px"
+
+    def __init__(self, spec: str, weights_seed: int, weights_id: str | None = None):
+        self.spec = spec
+        if weights_id is not None:
+            self.weights_id = weights_id
+        self.projection = np.random.default_rng(weights_seed).normal(size=(12, 6))
+
+    def _unit(self, features):
+        rows = np.asarray(features, dtype=np.float64).reshape(-1, 12) @ self.projection
+        return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+    def encode_texts(self, texts, batch_size=256, progress=True):
+        return self._unit([[(ord(c) * (i + 1)) % 97 + 1.0 for i, c in enumerate((t * 12)[:12])] for t in texts])
+
+    def encode_images(self, images, batch_size=32, progress=True):
+        return self._unit([np.asarray(image.convert("RGB"), dtype=np.float64)[:2, :2].ravel() + 1.0
+                           for image in images])
+
+
+TEXTS = ["a red car", "a blue car", "a photo of a person", "a green kite", "x"]
+
+
+@pytest.mark.parametrize("first, second", [
+    (SeededEncoder("fake:a", 0), SeededEncoder("fake:b", 1)),                    # another spec
+    (SeededEncoder("fake:a", 0, "weights-v1"), SeededEncoder("fake:a", 1, "weights-v2")),  # same spec, other weights
+])
+def test_a_second_model_never_gets_the_first_models_text_embeddings(first, second):
+    np.testing.assert_array_equal(embed_texts(first, TEXTS, progress=False), first.encode_texts(TEXTS))
+    theirs = embed_texts(second, TEXTS, progress=False)
+    np.testing.assert_array_equal(theirs, second.encode_texts(TEXTS))
+    assert not np.allclose(theirs, first.encode_texts(TEXTS))
+
+
+@pytest.mark.parametrize("first, second", [
+    (SeededEncoder("fake:a", 0), SeededEncoder("fake:b", 1)),
+    (SeededEncoder("fake:a", 0, "weights-v1"), SeededEncoder("fake:a", 1, "weights-v2")),
+])
+def test_a_second_model_never_gets_the_first_models_image_embeddings(first, second):
+    rng = np.random.default_rng(0)
+    images = [Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)) for _ in range(5)]
+    np.testing.assert_array_equal(embed_images(first, images, dataset_identity="five", progress=False),
+                                  first.encode_images(images))
+    theirs = embed_images(second, images, dataset_identity="five", progress=False)
+    np.testing.assert_array_equal(theirs, second.encode_images(images))
+    assert not np.allclose(theirs, first.encode_images(images))
+
+
+def rows(start, stop):
+    return np.arange(start, stop, dtype=np.float64)[:, None] * np.array([1.0, -2.0, 0.5])
+
+
+@pytest.mark.parametrize("written, read", [(10, 5), (5, 10), (10, 7)])
+def test_reading_an_entry_with_another_chunk_size_returns_the_direct_rows(written, read):
+    # 25 rows: written in chunks of 10, the last file holds rows 20-24; read in chunks of 5, the
+    # third chunk is rows 10-14, and a file of the right length must not pass for it
+    key = {"what": "chunk-size-test"}
+    direct = rows(0, 25)
+    np.testing.assert_array_equal(compute_chunked(key, 25, rows, chunk_size=written, progress=False), direct)
+    np.testing.assert_array_equal(compute_chunked(key, 25, rows, chunk_size=read, progress=False), direct)
+    np.testing.assert_array_equal(compute_chunked(key, 25, rows, chunk_size=written, progress=False), direct)
+
+
+
+def test_clear_removes_one_entry_and_only_that_one():
+    from vlbias.cache import clear
+
+    calls = []
+
+    def counted(start, stop):
+        calls.append((start, stop))
+        return rows(start, stop)
+
+    first, second = {"what": "clear-test", "n": 1}, {"what": "clear-test", "n": 2}
+    for key in (first, second):
+        compute_chunked(key, 12, counted, chunk_size=5, progress=False)
+    assert len(calls) == 6
+    clear(first)
+    np.testing.assert_array_equal(compute_chunked(first, 12, counted, chunk_size=5, progress=False), rows(0, 12))
+    assert len(calls) == 9                       # the cleared entry is computed afresh
+    compute_chunked(second, 12, counted, chunk_size=5, progress=False)
+    assert len(calls) == 9                       # the other one is still cached
+    clear({"what": "never written"})             # clearing nothing is no error
+    compute_chunked(first, 12, counted, chunk_size=5, progress=False, kind="scores")
+    clear(first, kind="scores")                  # an entry of another kind is cleared in its own store
+    compute_chunked(first, 12, counted, chunk_size=5, progress=False, kind="scores")
+    assert len(calls) == 15
+
+
+def test_a_failed_write_raises_its_own_error_and_leaves_no_partial_files(tmp_path, monkeypatch):
+    key = {"what": "failing-disk"}
+    real_save = np.save
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "save", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        compute_chunked(key, 12, rows, chunk_size=5, progress=False)
+    leftovers = [p.name for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.name != "meta.json"]
+    assert leftovers == []                       # no temporary or half-written chunk stays behind
+    monkeypatch.setattr(np, "save", real_save)
+    np.testing.assert_array_equal(compute_chunked(key, 12, rows, chunk_size=5, progress=False), rows(0, 12))
+
+
+def test_bad_arguments_and_the_empty_case():
+    with pytest.raises(ValueError, match="n_items must be >= 0"):
+        compute_chunked({"what": "bad"}, -1, rows, chunk_size=5, progress=False)
+    with pytest.raises(ValueError, match="chunk_size >= 1"):
+        compute_chunked({"what": "bad"}, 10, rows, chunk_size=0, progress=False)
+    empty = compute_chunked({"what": "empty"}, 0, rows, chunk_size=5, progress=False)
+    assert empty.shape == (0, 3)                 # compute_fn(0, 0) says what "empty" looks like
+    np.testing.assert_array_equal(compute_chunked({"what": "ones"}, 3, rows, chunk_size=1, progress=False), rows(0, 3))
+
+
+def test_bad_compute_output_is_refused_with_what_was_expected():
+    with pytest.raises(TypeError, match="numeric array, not objects"):
+        compute_chunked({"what": "objects"}, 2, lambda a, b: np.array([{}, {}], dtype=object), chunk_size=5,
+                        progress=False, cache=False)
+    with pytest.raises(ValueError, match=r"compute_fn\(5, 10\) returned shape \(4, 3\), expected 5 rows"):
+        compute_chunked({"what": "short"}, 12, lambda a, b: rows(a, b if a == 0 else b - 1), chunk_size=5,
+                        progress=False)
+    # a later chunk of another dtype (same row shape), or of another row shape, is refused by name
+    with pytest.raises(ValueError, match=r"earlier chunks were <f8 with row shape \[3\]"):
+        compute_chunked({"what": "dtype"}, 12, lambda a, b: rows(a, b).astype(np.float32 if a else np.float64),
+                        chunk_size=5, progress=False)
+    with pytest.raises(ValueError, match=r"returned float64\(5, 2\), but earlier chunks"):
+        compute_chunked({"what": "dim"}, 12, lambda a, b: rows(a, b)[:, : 3 if a == 0 else 2], chunk_size=5,
+                        progress=False)
+
+
+def test_one_dimensional_results_are_cached_too():
+    calls = []
+
+    def scores(start, stop):
+        calls.append(start)
+        return np.arange(start, stop, dtype=np.float32) / 7
+
+    first = compute_chunked({"what": "1-d"}, 12, scores, chunk_size=5, progress=False)
+    np.testing.assert_array_equal(compute_chunked({"what": "1-d"}, 12, scores, chunk_size=5, progress=False), first)
+    assert calls == [0, 5, 10] and first.shape == (12,)
+
+
+def test_a_run_killed_in_its_first_chunk_resumes():
+    def killed(start, stop):
+        raise KeyboardInterrupt("simulated kill")
+
+    with pytest.raises(KeyboardInterrupt):
+        compute_chunked({"what": "first-kill"}, 12, killed, chunk_size=5, progress=False)
+    np.testing.assert_array_equal(compute_chunked({"what": "first-kill"}, 12, rows, chunk_size=5, progress=False),
+                                  rows(0, 12))
+
+
+def test_kinds_are_separate_stores():
+    key = {"what": "same key, two kinds"}
+    compute_chunked(key, 6, rows, chunk_size=5, progress=False, kind="scores")
+    other = compute_chunked(key, 6, lambda a, b: -rows(a, b), chunk_size=5, progress=False, kind="colorfoil")
+    np.testing.assert_array_equal(other, -rows(0, 6))
+
+
+def test_progress_bar_shows_only_when_asked(capsys):
+    compute_chunked({"what": "quiet"}, 12, rows, chunk_size=5, progress=False, desc="quiet bar")
+    assert "quiet bar" not in capsys.readouterr().err
+    compute_chunked({"what": "loud"}, 12, rows, chunk_size=5, desc="loud bar")   # progress by default
+    assert "loud bar" in capsys.readouterr().err
+    compute_chunked({"what": "loud-2"}, 12, rows, chunk_size=5, progress=True)
+    err = capsys.readouterr().err
+    assert "embeddings chunks" in err and "/3 " in err and "chunk/s" in err   # it counts chunks: 3 of them
