@@ -173,3 +173,18 @@ def test_negative_prompt_reaches_cads_and_the_manifest(tiny_sd, tmp_path):
     manifest = generate_to_disk(with_cads(tiny_sd, noise_scale=0.25), jobs, tmp_path, batch_size=2, progress=False,
                                 num_inference_steps=2, height=32, width=32, negative_prompt="a man")
     assert (manifest["negative_prompt"] == "a man").all() and len(manifest) == 2
+
+
+def test_model_ranking_orders_runs_by_vrbs_and_shows_the_published_value():
+    from vlbias.t2i.controls import model_ranking, plot_model_ranking
+
+    half = dict(zip(REFERENCE.index, [20, 21, 19, 20, 22]))     # near parity everywhere
+    runs = {"sd-a": manifest_with(BIASED), "sd-b": manifest_with(MATCHED), "sd-c": manifest_with(half)}
+    table = model_ranking(runs, REFERENCE, published_as={"sd-a": ("SD 1.4", "plain")}, n_boot=100)
+    expected = {name: vrbs(np.array([c[p] for p in REFERENCE.index]) / N, REFERENCE.to_numpy())
+                for name, c in (("sd-a", BIASED), ("sd-b", MATCHED), ("sd-c", half))}
+    assert list(table.index) == sorted(expected, key=expected.get, reverse=True)
+    assert table["VRBS"].to_dict() == pytest.approx(expected)
+    assert table.loc["sd-a", "published VRBS (source)"] == 0.68
+    assert table["published VRBS (source)"].isna().sum() == 2
+    assert plot_model_ranking(table) is not None

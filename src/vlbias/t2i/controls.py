@@ -216,3 +216,45 @@ def shares_by_setting(manifests: Mapping[str, pd.DataFrame], reference: pd.Serie
     columns = {name: compare_with_reference(generated_shares(manifest, target), reference)["generated share"]
                for name, manifest in manifests.items()}
     return pd.DataFrame(columns).join(reference.rename("reference share"), how="left")
+
+
+# --------------------------------------------------------------------------- model comparison
+
+def model_ranking(runs: Mapping[str, pd.DataFrame], reference: pd.Series, published_as: Mapping[str, tuple[str, str]] | None = None,
+                  target: str = "female", n_boot: int = 1000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Text-to-image runs ranked by VRBS (highest, least biased, first), each with its bootstrap
+    interval and Spearman's rho; ``published_as[name] = (model, sampler)`` (e.g. ``("SD 1.4", "CADS")``)
+    adds the source text's VRBS for that run, labelled as published."""
+    from .bias import published_scores
+
+    published = published_scores().query("measure == 'vrbs'").set_index(["model", "sampler"])["value"]
+    rows = []
+    for name, manifest in runs.items():
+        boot = bootstrap_bias_scores(manifest, reference, target=target, n_boot=n_boot, confidence=confidence,
+                                     seed=seed)
+        key = (published_as or {}).get(name)
+        rows.append({"run": name, "VRBS": boot.loc["VRBS", "estimate"], "VRBS low": boot.loc["VRBS", "ci_low"],
+                     "VRBS high": boot.loc["VRBS", "ci_high"], "spearman_rho": boot.loc["spearman_rho", "estimate"],
+                     "published VRBS (source)": published.get(tuple(key), np.nan) if key else np.nan})
+    table = pd.DataFrame(rows).sort_values("VRBS", ascending=False, kind="stable").reset_index(drop=True)
+    table.insert(0, "rank", np.arange(1, len(table) + 1))
+    return table.set_index("run")
+
+
+def plot_model_ranking(table: pd.DataFrame, ax=None, title: str = "VRBS by text-to-image run"):
+    """VRBS with its interval per run (ranked), with the source's published VRBS as hollow diamonds."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 0.45 * len(table) + 1.2))
+    y = np.arange(len(table))[::-1]
+    below = (table["VRBS"] - table["VRBS low"]).clip(lower=0)
+    above = (table["VRBS high"] - table["VRBS"]).clip(lower=0)
+    ax.errorbar(table["VRBS"], y, xerr=[below, above], fmt="o", capsize=3, label="ours (95% bootstrap)")
+    if table["published VRBS (source)"].notna().any():
+        ax.scatter(table["published VRBS (source)"], y, marker="D", facecolors="none", edgecolors="black",
+                   label="published (source text)")
+    ax.set_yticks(y, table.index, fontsize=8)
+    ax.set(xlabel="VRBS", title=title)
+    ax.legend(fontsize=8)
+    return ax
