@@ -8,8 +8,8 @@ from scipy import stats
 
 from vlbias.t2i.annotation import cohen_kappa
 from vlbias.t2i.bias import bootstrap_bias_scores, diversity_by_group, vrbs
-from vlbias.t2i.controls import (REGARDLESS_OF_GENDER, annotator_robustness, clip_score, intervened_jobs,
-                                 paired_bias_comparison, plot_bias_vs_alignment, setting_summary, shares_by_setting)
+from vlbias.t2i.controls import (REGARDLESS_OF_GENDER, annotator_robustness, clip_score, clip_score_from_embeddings,
+                                 intervened_jobs, paired_bias_comparison, plot_bias_vs_alignment, setting_summary, shares_by_setting)
 from vlbias.t2i.generation import prompt_jobs
 
 REFERENCE = pd.Series({"nurse": 0.9, "pilot": 0.1, "baker": 0.6, "judge": 0.4, "clerk": 0.7})
@@ -87,6 +87,9 @@ def test_clip_score_is_the_clipped_cosine_of_the_embeddings():
     np.testing.assert_allclose(clip_score(model, images, texts), 2.5 * np.maximum(cosines, 0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(clip_score(model, images, texts, weight=100), 100 * np.maximum(cosines, 0),
                                rtol=1e-5, atol=1e-4)
+    from_embeddings = clip_score_from_embeddings(3 * model.encode_images(images, progress=False),
+                                                 model.encode_texts(texts, progress=False))
+    np.testing.assert_allclose(from_embeddings, clip_score(model, images, texts), rtol=1e-5, atol=1e-6)
 
 
 def test_clip_score_clips_negative_cosines_and_refuses_a_matcher():

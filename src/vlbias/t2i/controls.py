@@ -130,6 +130,17 @@ def clip_score(model, images, texts: Sequence[str], weight: float = 2.5, batch_s
     return weight * np.maximum(cosines, 0.0)
 
 
+def clip_score_from_embeddings(image_embeddings, text_embeddings, weight: float = 2.5) -> np.ndarray:
+    """:func:`clip_score` from embeddings already computed (row i of each: image i and its text),
+    e.g. cached ``embed_images`` and ``embed_texts`` of one dual encoder."""
+    images = np.asarray(image_embeddings, dtype=float)
+    texts = np.asarray(text_embeddings, dtype=float)
+    if images.shape != texts.shape:
+        raise ValueError(f"one text embedding per image embedding: got {images.shape} and {texts.shape}")
+    cosines = np.sum(images * texts, axis=1) / (np.linalg.norm(images, axis=1) * np.linalg.norm(texts, axis=1))
+    return weight * np.maximum(cosines, 0.0)
+
+
 def setting_summary(settings: Mapping[str, Mapping], reference: pd.Series, target: str = "female",
                     n_boot: int = 1000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
     """One row per sampling setting: VRBS with its bootstrap interval, mean CLIPScore, mean
