@@ -48,13 +48,12 @@ def test_with_holm_adjusts_within_each_set_of_embeddings():
 
 
 def planted(seed, n=8, dim=16, shift=0.6):
+    """Targets X, Y shifted by +-shift along the direction that separates attributes A and B."""
     rng = np.random.default_rng(seed)
     direction = rng.normal(size=dim)
-    A = rng.normal(size=(n, dim)) + direction
-    B = rng.normal(size=(n, dim)) - direction
-    X = rng.normal(size=(n, dim)) + shift * direction
-    Y = rng.normal(size=(n, dim)) - shift * direction
-    return X, Y, A, B
+    noise = {key: rng.normal(size=(n, dim)) for key in "ABXY"}
+    offsets = {"X": shift, "Y": -shift, "A": 1.0, "B": -1.0}
+    return tuple(noise[key] + offsets[key] * direction for key in "XYAB")
 
 
 def test_bootstrap_equals_a_word_by_word_loop_with_the_same_draws():
