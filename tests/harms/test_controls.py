@@ -140,9 +140,10 @@ class PlantedPronounModel(LanguageModel):
     spec, kind = "planted", "causal"
 
     def __init__(self, real, lines):
-        self.real, self.lines = real, lines
+        self.real, self.lines, self.calls = real, lines, 0
 
     def fill_logprobs(self, contexts, candidates, batch_size=16, progress=True):
+        self.calls += 1
         out = []
         for context in contexts:
             # each template's words between occupation and slot are its own
@@ -178,3 +179,17 @@ def test_template_sensitivity_recovers_planted_slopes_and_their_spread():
     assert spread.loc["slope", "max"] == pytest.approx(1.0, abs=1e-6)
     with pytest.raises(ValueError, match="templates"):
         template_sensitivity(model, list(real), list(real.values()), list(lines)[:1])
+
+
+def test_template_sensitivity_reuses_the_scores_the_stereotyping_table_cached():
+    from vlbias.harms.measures import stereotyping_table
+
+    real = {"nurse": 0.9, "pilot": 0.1, "baker": 0.6, "judge": 0.4}
+    lines = {"The {occupation} ran as {slot} could.": (0.1, 0.8), "A {occupation} knew {slot} was right.": (0.3, 0.4)}
+    model = PlantedPronounModel(real, lines)
+    pooled = stereotyping_table(model, list(real), list(real.values()), list(lines), cache=True, progress=False)
+    calls = model.calls
+    per_template, per_occupation = template_sensitivity(model, list(real), list(real.values()), list(lines), cache=True)
+    assert model.calls == calls
+    # the pooled table averages the renormalised pronoun shares; with P(they) ~ 0 that is the mean share
+    np.testing.assert_allclose(pooled["model female share"], per_occupation[["template 1", "template 2"]].mean(1), atol=1e-5)

@@ -220,25 +220,50 @@ def template_sensitivity(model, occupations: Sequence[str], female_share, templa
     the model female share under each template and its spread (min, max, sd) across templates.
     The spread across templates is what a single template's number does not show.
     """
-    from .measures import amplification_slope, stereotyping_table
+    from .measures import amplification_slope
 
     if len(templates) < 2:
         raise ValueError(f"templates: give at least 2 (3 or more to see a spread), got {len(templates)}")
-    shares, rows = {}, []
-    for template in templates:
-        table = stereotyping_table(model, occupations, female_share, [template], pronouns, scoring=scoring,
-                                   batch_size=batch_size, progress=progress, cache=cache)
-        shares[template] = table["model female share"].to_numpy()
-        slope = amplification_slope(table["model female share"], table["real female share"], confidence)
-        rows.append({"template": template, **slope, "mean_model_share": float(table["model female share"].mean())})
-    per_template = pd.DataFrame(rows)
-    matrix = np.column_stack(list(shares.values()))
-    per_occupation = pd.DataFrame({"occupation": list(occupations),
-                                   "real female share": np.asarray(female_share, dtype=float)})
-    per_occupation[[f"template {i + 1}" for i in range(len(templates))]] = matrix
-    per_occupation["min"], per_occupation["max"] = matrix.min(1), matrix.max(1)
-    per_occupation["sd"] = matrix.std(1, ddof=1)
+    female = per_template_female_shares(model, occupations, templates, pronouns, scoring, batch_size, progress, cache)
+    real = np.asarray(female_share, dtype=float)
+    per_template = pd.DataFrame([{"template": template, **amplification_slope(column, real, confidence),
+                                  "mean_model_share": float(column.mean())}
+                                 for template, column in zip(templates, female.T)])
+    per_occupation = pd.DataFrame({"occupation": list(occupations), "real female share": real})
+    per_occupation[[f"template {i + 1}" for i in range(len(templates))]] = female
+    per_occupation["min"], per_occupation["max"] = female.min(1), female.max(1)
+    per_occupation["sd"] = female.std(1, ddof=1)
     return per_template, per_occupation
+
+
+def per_template_female_shares(model, occupations: Sequence[str], templates: Sequence[str],
+                               pronouns: Sequence[str] = ("she", "he", "they"), scoring: str = "slot",
+                               batch_size: int = 16, progress: bool = False, cache: bool = False) -> np.ndarray:
+    """(n_occupations, n_templates) model female share P(she | she or he) under each template alone.
+
+    Slot scoring asks the model for exactly the contexts of
+    :func:`vlbias.harms.measures.stereotyping_table` with the same templates, in the same order, so
+    with ``cache=True`` the scores that table cached are reused rather than computed again.
+    """
+    from .measures import cached_scores, stereotyping_table
+
+    if "she" not in pronouns or "he" not in pronouns:
+        raise ValueError("pronouns must include 'she' and 'he'")
+    if scoring == "sentence":
+        return np.column_stack([stereotyping_table(model, occupations, np.zeros(len(occupations)), [template], pronouns,
+                                                   scoring="sentence", batch_size=batch_size, progress=progress,
+                                                   cache=cache)["model female share"].to_numpy()
+                                for template in templates])
+    if scoring != "slot":
+        raise ValueError(f"scoring must be 'slot' or 'sentence', got {scoring!r}")
+    for template in templates:
+        if "{occupation}" not in template or model.SLOT not in template:
+            raise ValueError(f"template needs {{occupation}} and {model.SLOT}: {template!r}")
+    contexts = [t.replace("{occupation}", o) for o in occupations for t in templates]
+    logprobs = cached_scores(model, "fill_logprobs", contexts, list(pronouns), batch_size, progress, cache)
+    logprobs = logprobs.reshape(len(occupations), len(templates), len(pronouns))
+    she, he = logprobs[..., list(pronouns).index("she")], logprobs[..., list(pronouns).index("he")]
+    return 1.0 / (1.0 + np.exp(he - she))  # P(she) / (P(she) + P(he)): the renormalisation cancels
 
 
 def template_spread(per_template: pd.DataFrame, columns: Sequence[str] = ("slope", "r", "mean_abs_gap")) -> pd.DataFrame:
