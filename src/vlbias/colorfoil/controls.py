@@ -47,25 +47,30 @@ def _scores_by_text(score_texts, benchmark: pd.DataFrame, max_foils: int) -> np.
 # --------------------------------------------------------------------------- blind baselines
 
 def language_model_scores(model, benchmark: pd.DataFrame, max_foils: int = 4, batch_size: int = 16,
-                          cache: bool = True, progress: bool = False) -> np.ndarray:
+                          cache: bool = True, progress: bool = False, threads: int | None = 1) -> np.ndarray:
     """(n_rows, 1 + max_foils) total log-probabilities of caption and foils under a language model
     (``load_language_model(spec)``, any causal LM spec; masked LMs give pseudo-log-likelihoods).
 
     Laid out like :func:`vlbias.colorfoil.benchmark.score_benchmark`, so :func:`correct_at` and
     the evaluation tables read it unchanged. A foil changes only colour words, so caption and foils
     share every other token; the sum over tokens compares them on the words that differ (and on
-    how the rest reads after them).
+    how the rest reads after them). ``threads``: torch threads while scoring (None keeps the current
+    setting); one is fastest for short texts on a small shared CPU, as in
+    :class:`vlbias.harms.measures.torch_threads` (measured here: 10 captions with 4 foils, 5 s with
+    one thread, 39 s with two on a busy 2-core machine).
     """
     from ..cache import compute_chunked
     from ..embeddings import texts_identity
+    from ..harms.measures import torch_threads
 
     def score_texts(texts: list[str]) -> np.ndarray:
         key = {"what": "colorfoil-lm-scores", "model": getattr(model, "weights_id", None) or str(model.spec),
                "kind": getattr(model, "kind", ""), "texts": texts_identity(texts)}
 
         def compute(start: int, stop: int) -> np.ndarray:
-            return np.asarray(model.sequence_logprob(texts[start:stop], batch_size=batch_size, progress=False),
-                              dtype=np.float64)
+            with torch_threads(threads):
+                return np.asarray(model.sequence_logprob(texts[start:stop], batch_size=batch_size, progress=False),
+                                  dtype=np.float64)
 
         return compute_chunked(key, len(texts), compute, chunk_size=256, progress=progress, cache=cache,
                                kind="lm_scores", desc=f"caption log-likelihoods ({model.spec})")
