@@ -69,6 +69,8 @@ def test_text_beside_unmarked_correlates_a_planted_image_side():
     assert summary.set_index("family")["spearman_rho"].tolist() == pytest.approx([1.0, 1.0, 1.0])
     race = summary.set_index("family").loc["race"]
     assert race["unmarked_%_of_nearest"] > race["unmarked_%_of_others"]
+    nothing_unmarked = sensitivity.assign(**{"unmarked_%": 0.0}).drop(columns=["cosine", "rank", "nearest"])
+    assert text_beside_unmarked(text, nothing_unmarked)[1]["spearman_rho"].isna().all()
     with pytest.raises(ValueError, match="prompt prefixes"):
         text_beside_unmarked(text, sensitivity.assign(prefix="another prefix"))
 

@@ -138,6 +138,8 @@ def test_annotator_robustness_on_planted_disagreement():
     assert comparison["cohen_kappa"] == pytest.approx(cohen_kappa(first[both], second[both]))
     assert comparison["agreement"] == pytest.approx((first[both] == second[both]).mean())
     assert per_annotator.loc["faces", "labelled"] == int(both.sum())
+    assert per_annotator.loc["zero-shot", "labelled"] == len(first)
+    assert (per_annotator["labelled by both"] == int(both.sum())).all()
     shares = manifest.assign(perceived=second)[both].groupby("profession")["perceived"].apply(
         lambda s: (s == "female").mean())
     assert per_annotator.loc["faces", "VRBS"] == pytest.approx(vrbs(shares[REFERENCE.index], REFERENCE))

@@ -68,7 +68,7 @@ def text_beside_unmarked(text_similarity: pd.DataFrame, sensitivity: pd.DataFram
     :func:`vlbias.markedness.unmarked.prompt_sensitivity` (its released-code oldest-age wording
     rows are used when it holds both). A correlation near 1 says the group whose prompt the text
     encoder places nearest "a person" is the one most often unmarked: the text side alone would
-    predict the ranking.
+    predict the ranking. Where either column is constant within a family, its rho is NaN.
     """
     from scipy.stats import spearmanr
 
@@ -81,7 +81,9 @@ def text_beside_unmarked(text_similarity: pd.DataFrame, sensitivity: pd.DataFram
                          "same prompt prefixes")
     rows = []
     for family, part in merged.groupby("family", sort=False):
-        rho = spearmanr(part["cosine"], part["unmarked_%"]).statistic if part["cosine"].nunique() > 1 else np.nan
+        # a constant column (e.g. no image unmarked at all) has no rank correlation
+        varies = part["cosine"].nunique() > 1 and part["unmarked_%"].nunique() > 1
+        rho = spearmanr(part["cosine"], part["unmarked_%"]).statistic if varies else np.nan
         nearest = part[part["nearest"]]
         rows.append({"family": family, "spearman_rho": float(rho), "pairs": len(part),
                      "unmarked_%_of_nearest": float(nearest["unmarked_%"].mean()),

@@ -97,18 +97,25 @@ def paired_bias_comparison(plain: pd.DataFrame, other: pd.DataFrame, reference: 
     per_profession["|gap| change"] = ((per_profession["share_other"] - per_profession["reference share"]).abs()
                                       - (per_profession["share_plain"] - per_profession["reference share"]).abs())
     boot_a, boot_b, truth = np.array(boot_a).T, np.array(boot_b).T, np.array(truth)
-    differences = []
+    replicates = []  # (VRBS plain, VRBS other) per replicate, over the professions both runs have
     for replicate_a, replicate_b in zip(boot_a, boot_b):
         ok = np.isfinite(replicate_a) & np.isfinite(replicate_b)
         if ok.sum() >= 3:
-            differences.append(vrbs(replicate_b[ok], truth[ok]) - vrbs(replicate_a[ok], truth[ok]))
+            replicates.append((vrbs(replicate_a[ok], truth[ok]), vrbs(replicate_b[ok], truth[ok])))
+    replicates = np.array(replicates).reshape(-1, 2)
     tail = (1 - confidence) / 2
-    low, high = np.quantile(differences, [tail, 1 - tail]) if differences else (np.nan, np.nan)
+
+    def interval(values):
+        return tuple(float(v) for v in np.quantile(values, [tail, 1 - tail])) if values.size else (np.nan, np.nan)
+
     vrbs_plain = vrbs(per_profession["share_plain"], per_profession["reference share"])
     vrbs_other = vrbs(per_profession["share_other"], per_profession["reference share"])
     summary = {"professions": len(per_profession), "VRBS plain": vrbs_plain, "VRBS other": vrbs_other,
-               "VRBS change": vrbs_other - vrbs_plain, "change low": float(low), "change high": float(high),
-               "n_boot": len(differences)}
+               "VRBS change": vrbs_other - vrbs_plain}
+    for name, values in (("plain", replicates[:, 0]), ("other", replicates[:, 1]),
+                         ("change", replicates[:, 1] - replicates[:, 0])):
+        summary[f"{name} low"], summary[f"{name} high"] = interval(values)
+    summary["n_boot"] = len(replicates)
     return summary, per_profession
 
 
@@ -190,36 +197,35 @@ def annotator_robustness(manifest: pd.DataFrame, labels: Mapping[str, Sequence],
     """How far the bias score depends on who labels the images.
 
     ``labels`` maps two annotator names to one label per row of ``manifest`` (None or NaN where
-    the annotator gives none, e.g. no face found). Returns ``(per_annotator, comparison)``: VRBS
-    with its interval per annotator, and for the pair their agreement (share of identical labels,
-    Cohen's kappa) on the images both labelled, and the VRBS change from the first to the second
-    with a paired bootstrap interval.
+    the annotator gives none, e.g. no face found). On the images both labelled, returns
+    ``(per_annotator, comparison)``: the VRBS each annotator's labels give, with a bootstrap
+    interval, and for the pair their agreement (share of identical labels, Cohen's kappa) and the
+    VRBS change from the first annotator to the second with a paired interval (images resampled
+    within each profession, both annotators' labels of an image together).
     """
     if len(labels) != 2:
         raise ValueError(f"labels: give exactly two annotators, got {list(labels)}")
-    frames = {}
+    columns = {}
     for name, values in labels.items():
-        values = pd.Series(list(values), index=manifest.index, dtype=object)
+        values = list(values)
         if len(values) != len(manifest):
             raise ValueError(f"labels[{name!r}] has {len(values)} labels for {len(manifest)} images")
-        frames[name] = manifest.assign(perceived=values, _image=np.arange(len(manifest)))
-    rows = []
-    for name, frame in frames.items():
-        labelled = frame[frame["perceived"].notna()]
-        boot = bootstrap_bias_scores(labelled, reference, target=target, n_boot=n_boot, confidence=confidence,
-                                     seed=seed)
-        rows.append({"annotator": name, "labelled": len(labelled), "VRBS": boot.loc["VRBS", "estimate"],
-                     "VRBS low": boot.loc["VRBS", "ci_low"], "VRBS high": boot.loc["VRBS", "ci_high"]})
-    (first, a), (second, b) = frames.items()
-    both = a["perceived"].notna() & b["perceived"].notna()
-    change, _ = paired_bias_comparison(a[both], b[both], reference, target=target, pair_on=("_image",),
-                                       n_boot=n_boot, confidence=confidence, seed=seed)
+        columns[name] = pd.Series(values, index=manifest.index, dtype=object)
+    (first, a), (second, b) = columns.items()
+    both = (a.notna() & b.notna()).to_numpy()
+    images = manifest.assign(_image=np.arange(len(manifest)))[both]
+    change, _ = paired_bias_comparison(images.assign(perceived=a[both]), images.assign(perceived=b[both]), reference,
+                                       target=target, pair_on=("_image",), n_boot=n_boot, confidence=confidence,
+                                       seed=seed)
+    per_annotator = pd.DataFrame([
+        {"annotator": name, "labelled": int(values.notna().sum()), "labelled by both": int(both.sum()),
+         "VRBS": change[f"VRBS {run}"], "VRBS low": change[f"{run} low"], "VRBS high": change[f"{run} high"]}
+        for (name, values), run in zip(columns.items(), ("plain", "other"))]).set_index("annotator")
     comparison = {"annotators": f"{first} -> {second}", "both labelled": int(both.sum()),
-                  "agreement": float((a["perceived"][both] == b["perceived"][both]).mean()),
-                  "cohen_kappa": cohen_kappa(a["perceived"][both], b["perceived"][both]),
+                  "agreement": float((a[both] == b[both]).mean()), "cohen_kappa": cohen_kappa(a[both], b[both]),
                   "VRBS change": change["VRBS change"], "change low": change["change low"],
                   "change high": change["change high"]}
-    return pd.DataFrame(rows).set_index("annotator"), comparison
+    return per_annotator, comparison
 
 
 def shares_by_setting(manifests: Mapping[str, pd.DataFrame], reference: pd.Series, target: str = "female") -> pd.DataFrame:
