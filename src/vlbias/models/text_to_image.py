@@ -97,9 +97,13 @@ class DiffusersTextToImage(TextToImageModel):
                  guidance_scale: float = 7.5, height: int | None = None, width: int | None = None,
                  batch_size: int = 4, progress: bool = True, *,
                  batch_context: Callable[[list[int]], ContextManager] | None = None,
-                 **pipeline_kwargs) -> list[Image.Image]:
+                 negative_prompt: str | None = None, **pipeline_kwargs) -> list[Image.Image]:
         """See :meth:`TextToImageModel.generate`. ``batch_context(batch_seeds)``, when given, is entered
-        around each batch's pipeline call: samplers such as CADS hook the denoiser there."""
+        around each batch's pipeline call: samplers such as CADS hook the denoiser there.
+        ``negative_prompt`` (one text for every image) replaces the empty unconditional prompt of
+        classifier-free guidance; ``""`` is plain sampling."""
+        if negative_prompt is not None and not isinstance(negative_prompt, str):
+            raise TypeError(f"negative_prompt must be one text (or None), got {type(negative_prompt).__name__}")
         prompts, seeds = list(prompts), [int(s) for s in seeds]
         if len(prompts) != len(seeds):
             raise ValueError(f"Need one seed per prompt, got {len(prompts)} prompts and {len(seeds)} seeds.")
@@ -113,6 +117,8 @@ class DiffusersTextToImage(TextToImageModel):
             batch_seeds = seeds[start:start + batch_size]
             generators = [torch.Generator(GENERATOR_DEVICE).manual_seed(s) for s in batch_seeds]
             context = batch_context(batch_seeds) if batch_context else contextlib.nullcontext()
+            if negative_prompt is not None:  # the pipeline wants one per prompt when prompts are a list
+                pipeline_kwargs["negative_prompt"] = [negative_prompt] * len(batch_prompts)
             with context, torch.inference_mode():
                 output = self.pipeline(prompt=batch_prompts, generator=generators,
                                        num_inference_steps=num_inference_steps,

@@ -1,0 +1,148 @@
+"""Controls for Part I: how much of markedness lives in the text encoder alone.
+
+An image is unmarked when "a photo of a person" beats every label prompt. If, in the text encoder,
+"a photo of a person" already sits nearest to one group's prompt ("a photo of a White person"),
+images of that group will often be unmarked whatever they show. :func:`text_side_control` measures
+that text-only geometry for every prompt prefix; :func:`text_beside_unmarked` puts it beside the
+image-based rates of :func:`vlbias.markedness.unmarked.prompt_sensitivity`.
+
+:func:`text_encoder_weat` runs the WEAT of Part III (:mod:`vlbias.harms.weat`, same code) on the
+image-text model's text encoder, with names and the study's group terms against pleasant and
+unpleasant words (:func:`group_term_tests`).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .prompts import GENDERS, OLDEST_AGE_WORDINGS, RACE_PHRASES, RACES, prompt_set
+from .self_similarity import unit_rows
+
+
+def text_similarity_to_person(text_embed, prefixes: Sequence[str] = ("a photo of",),
+                              oldest_age_wording: str = OLDEST_AGE_WORDINGS["code"],
+                              race_phrases: dict[str, str] | None = None,
+                              gender_words: dict[str, str] | None = None) -> pd.DataFrame:
+    """Cosine of the person prompt's text embedding with each label prompt's, per prefix and family.
+
+    Long table: ``prefix, family, group, cosine, rank`` (1 = the label prompt nearest the person
+    prompt within its family) and ``nearest`` (rank 1). ``text_embed(texts) -> (n, dim)``.
+    """
+    rows = []
+    for prefix in prefixes:
+        person, prompts = prompt_set(prefix, oldest_age_wording, race_phrases, gender_words)
+        texts = [person] + [p for labels in prompts.values() for p in labels.values()]
+        vectors = unit_rows(text_embed(texts))
+        cosines = dict(zip(texts[1:], vectors[1:] @ vectors[0]))
+        for family, labels in prompts.items():
+            values = np.array([cosines[p] for p in labels.values()])
+            ranks = (-values).argsort(kind="stable").argsort() + 1
+            rows += [{"prefix": prefix, "family": family, "group": group, "cosine": float(value), "rank": int(rank),
+                      "nearest": bool(rank == 1)}
+                     for group, value, rank in zip(labels, values, ranks)]
+    return pd.DataFrame(rows)
+
+
+def text_side_control(text_embed, prefixes: Sequence[str] = ("a photo of",), **prompt_options) -> pd.DataFrame:
+    """Per family and group, over the prompt prefixes: mean cosine of the person prompt with the
+    group's prompt, and the rate (percent of prefixes) at which that prompt is the nearest one.
+
+    ``prompt_options`` go to :func:`text_similarity_to_person` (oldest-age wording, phrasings).
+    """
+    long = text_similarity_to_person(text_embed, prefixes, **prompt_options)
+    table = (long.groupby(["family", "group"], sort=False)
+             .agg(mean_cosine=("cosine", "mean"), nearest_rate=("nearest", "mean"), prefixes=("prefix", "size"))
+             .reset_index())
+    table["nearest_rate_%"] = 100 * table.pop("nearest_rate")
+    return table
+
+
+def text_beside_unmarked(text_similarity: pd.DataFrame, sensitivity: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The text-only cosine beside the image-based unmarked rate, per prefix, family and group, and
+    per family the Spearman correlation between the two across groups (and prefixes).
+
+    ``text_similarity`` from :func:`text_similarity_to_person`; ``sensitivity`` from
+    :func:`vlbias.markedness.unmarked.prompt_sensitivity` (its released-code oldest-age wording
+    rows are used when it holds both). A correlation near 1 says the group whose prompt the text
+    encoder places nearest "a person" is the one most often unmarked: the text side alone would
+    predict the ranking. Where either column is constant within a family, its rho is NaN.
+    """
+    from scipy.stats import spearmanr
+
+    if "oldest_age_wording" in sensitivity and sensitivity["oldest_age_wording"].nunique() > 1:
+        sensitivity = sensitivity[sensitivity["oldest_age_wording"] == OLDEST_AGE_WORDINGS["code"]]
+    image_side = sensitivity[["prefix", "family", "group", "unmarked_%"]].astype({"group": str})
+    merged = text_similarity.astype({"group": str}).merge(image_side, on=["prefix", "family", "group"], how="inner")
+    if merged.empty:
+        raise ValueError("text_similarity and sensitivity share no (prefix, family, group): compute both with the "
+                         "same prompt prefixes")
+    rows = []
+    for family, part in merged.groupby("family", sort=False):
+        # a constant column (e.g. no image unmarked at all) has no rank correlation
+        varies = part["cosine"].nunique() > 1 and part["unmarked_%"].nunique() > 1
+        rho = spearmanr(part["cosine"], part["unmarked_%"]).statistic if varies else np.nan
+        nearest = part[part["nearest"]]
+        rows.append({"family": family, "spearman_rho": float(rho), "pairs": len(part),
+                     "unmarked_%_of_nearest": float(nearest["unmarked_%"].mean()),
+                     "unmarked_%_of_others": float(part.loc[~part["nearest"], "unmarked_%"].mean())})
+    return merged, pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- WEAT on the text encoder
+
+#: nouns that turn a group word into a target term ("a White man", "a female person")
+GROUP_NOUNS = ("person", "man", "woman", "child", "family", "student")
+
+
+def group_term_tests(attributes_from: str = "WEAT3", nouns: Sequence[str] = GROUP_NOUNS,
+                     reference_race: str = "White") -> list[dict]:
+    """WEAT tests whose targets are the markedness study's group terms against the pleasant and
+    unpleasant words of Caliskan's ``attributes_from`` test: ``reference_race`` against every
+    other race ("a White man" vs "a Black man", one term per noun) and female against male.
+
+    Gendered nouns (man, woman) are left out of the gender test, whose terms would otherwise
+    contradict themselves ("a female man").
+    """
+    from ..harms.weat import caliskan_tests
+
+    source = next((t for t in caliskan_tests() if t["id"] == attributes_from), None)
+    if source is None:
+        raise ValueError(f"attributes_from must name a Caliskan test (WEAT1..WEAT10), got {attributes_from!r}")
+    if reference_race not in RACES:
+        raise ValueError(f"reference_race must be one of {RACES}, got {reference_race!r}")
+    attributes = {"A": source["A"], "B": source["B"], "A_name": source["A_name"], "B_name": source["B_name"]}
+
+    def terms(phrase: str, kinds=nouns):
+        return [f"{phrase} {noun}" for noun in kinds]
+
+    tests = [{"id": f"{reference_race} vs {race}", "X": terms(RACE_PHRASES[reference_race]),
+              "Y": terms(RACE_PHRASES[race]), "X_name": reference_race, "Y_name": race, **attributes}
+             for race in RACES if race != reference_race]
+    neutral = [noun for noun in nouns if noun not in ("man", "woman")]
+    female, male = (f"a {g.lower()}" for g in GENDERS)
+    tests.append({"id": "Female vs Male", "X": terms(female, neutral), "Y": terms(male, neutral),
+                  "X_name": "Female", "Y_name": "Male", **attributes})
+    return tests
+
+
+def text_encoder_weat(model, tests: list[dict] | None = None, templates: Sequence[str] = ("a photo of {}.",),
+                      n_permutations: int = 100_000, max_exact: int = 1_000_000, seed: int = 0,
+                      name: str | None = None) -> pd.DataFrame:
+    """:func:`vlbias.harms.weat.run_weat_battery` on an image-text model's text encoder.
+
+    Every word is put into each of ``templates`` (SEAT-style; "a photo of {}." is how the model met
+    text in training) and embedded with ``model.encode_texts``. ``tests`` default to the Caliskan
+    tests with names (WEAT3-5, 10) plus :func:`group_term_tests`.
+    """
+    from ..harms.weat import caliskan_tests, run_weat_battery, sentence_embedder
+
+    if getattr(model, "kind", "dual") != "dual":
+        raise TypeError(f"{model.spec} is a {model.kind} model without a text encoder; use a dual encoder")
+    if tests is None:
+        tests = [t for t in caliskan_tests() if t["id"] in ("WEAT3", "WEAT4", "WEAT5", "WEAT10")] + group_term_tests()
+    embed = sentence_embedder(lambda texts, progress=False: model.encode_texts(texts, progress=progress), templates)
+    return run_weat_battery(embed, tests, n_permutations, max_exact, seed, name=name or str(model.spec))
+
