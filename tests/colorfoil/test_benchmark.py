@@ -166,7 +166,7 @@ def test_dual_and_pairwise_paths_score_alike(coco):
             b = dual.encode_texts(texts, progress=False)
             return torch.from_numpy((a * b).sum(axis=1))
 
-    matcher = CosineMatcher("cosine-matcher", dual.device, dual.dtype, "same")
+    matcher = CosineMatcher("cosine-matcher", dual.device, dual.torch_dtype, "same")
     bench = cf.build_benchmark(coco, progress=False)
     by_dual = cf.score_benchmark(dual, coco, bench, cache=False, progress=False)
     by_pairs = cf.score_benchmark(matcher, coco, bench, batch_size=3, cache=False, progress=False)

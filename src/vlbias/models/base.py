@@ -9,6 +9,11 @@ import numpy as np
 from PIL import Image
 
 
+def dtype_name(dtype) -> str:
+    """``torch.float16`` -> ``"float16"``: how a model's precision is named in cache keys and tables."""
+    return str(dtype).removeprefix("torch.")
+
+
 class ImageTextModel(ABC):
     """Anything that scores how well a text describes an image.
 
@@ -22,10 +27,21 @@ class ImageTextModel(ABC):
     #: identifies the image preprocessing (resolution, normalisation); part of cache keys
     preprocess_id: str
 
+    #: the torch dtype the model computes in (set by each backend)
+    torch_dtype = None
+
+    @property
+    def dtype(self) -> str:
+        """The precision the model computes in, as a string (``"float32"``, ``"float16"``): fp16 and
+        fp32 scores differ in the digits that decide close caption/foil margins."""
+        return dtype_name(self.torch_dtype)
+
     @property
     def weights_id(self) -> str:
-        """Names the weights in cache keys: the spec, plus the fixture version for ``tiny:`` specs."""
-        return getattr(self, "_weights_id", None) or self.spec
+        """Names the weights in cache keys: the spec (plus the fixture version for ``tiny:`` specs and
+        the resolved architecture for open_clip tags) and the precision, so that fp16 and fp32 results
+        are never reused for each other."""
+        return f"{getattr(self, '_weights_id', None) or self.spec}|{self.dtype}"
 
     @weights_id.setter
     def weights_id(self, value: str) -> None:
@@ -67,6 +83,11 @@ class LanguageModel(ABC):
     #: placeholder marking the slot to fill in :meth:`fill_logprobs` contexts
     SLOT = "{slot}"
 
+    @property
+    def dtype(self) -> str:
+        """The precision of the model's weights, as a string (``"float32"``)."""
+        return dtype_name(self.model.dtype)
+
     @abstractmethod
     def fill_logprobs(self, contexts: Sequence[str], candidates: Sequence[str],
                       batch_size: int = 16, progress: bool = True) -> np.ndarray:
@@ -96,6 +117,11 @@ class TextToImageModel(ABC):
     """A text-to-image pipeline with one recorded seed per image."""
 
     spec: str
+
+    @property
+    def dtype(self) -> str:
+        """The precision of the pipeline's weights, as a string (``"float16"``)."""
+        return dtype_name(self.pipeline.dtype)
 
     @abstractmethod
     def generate(self, prompts: Sequence[str], seeds: Sequence[int], num_inference_steps: int = 50,
