@@ -177,3 +177,27 @@ def test_dual_and_pairwise_paths_score_alike(coco):
     np.testing.assert_allclose(by_dual[1], texts @ image, atol=1e-5)
     cached = cf.score_benchmark(dual, coco, bench, chunk_size=2, progress=False)
     np.testing.assert_allclose(cached, by_dual, atol=1e-6)
+
+
+# --------------------------------------------------------------------------- issue 9: precision and ties
+
+def test_ties_are_counted_and_scored_as_errors():
+    scores = np.array([[0.5, 0.5], [0.6, 0.4], [0.3, 0.3], [0.1, 0.2]])
+    row = cf.evaluation_row(scores, k=1)
+    assert row["ties"] == 2 and row["n"] == 4 and row["accuracy_%"] == pytest.approx(25.0)
+
+
+def test_precision_is_part_of_the_score_cache_key(coco, tmp_path, monkeypatch):
+    """fp32 scores cached first must not come back for the same model run in fp16."""
+    from vlbias.models import load_image_text_model
+
+    monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
+    bench = cf.build_benchmark(coco, progress=False)
+    full = load_image_text_model("tiny:clip", device="cpu")
+    half = load_image_text_model("tiny:clip", device="cpu", half=True)
+    assert (full.dtype, half.dtype) == ("float32", "float16") and full.weights_id != half.weights_id
+    by_full = cf.score_benchmark(full, coco, bench, progress=False)
+    by_half = cf.score_benchmark(half, coco, bench, progress=False)
+    fresh_half = cf.score_benchmark(half, coco, bench, cache=False, progress=False)
+    np.testing.assert_array_equal(by_half, fresh_half)
+    assert not np.array_equal(by_full, by_half)

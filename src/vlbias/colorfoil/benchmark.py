@@ -356,14 +356,16 @@ def detection_auroc(scores: np.ndarray, k: int) -> float:
 
 
 def evaluation_row(scores: np.ndarray, k: int, confidence: float = 0.95) -> dict:
-    """n, accuracy with its Wilson interval (percent), F1 as the paper computes it, detection AUROC
-    and the mean caption-minus-best-foil margin."""
+    """n, accuracy with its Wilson interval (percent), F1 as the paper computes it, detection AUROC,
+    the mean caption-minus-best-foil margin, and ``ties``: examples whose caption and best foil score
+    exactly the same (counted as errors; half precision makes them common, so they are reported)."""
     from ..stats import accuracy_summary
 
     usable, correct = correct_at(scores, k)
     summary = accuracy_summary(correct, confidence)
     margin = scores[usable, 0] - scores[usable, 1:k + 1].max(axis=1)
-    return {**summary, "f1": float(f1_from_accuracy(correct.mean())) if correct.size else float("nan"),
+    return {**summary, "ties": int((margin == 0).sum()),
+            "f1": float(f1_from_accuracy(correct.mean())) if correct.size else float("nan"),
             "detection_auroc": detection_auroc(scores, k),
             "mean_margin": float(margin.mean()) if margin.size else float("nan")}
 
