@@ -201,3 +201,36 @@ def test_precision_is_part_of_the_score_cache_key(coco, tmp_path, monkeypatch):
     fresh_half = cf.score_benchmark(half, coco, bench, cache=False, progress=False)
     np.testing.assert_array_equal(by_half, fresh_half)
     assert not np.array_equal(by_full, by_half)
+
+
+# --------------------------------------------------------------------------- issue 9: truncation, failures
+
+LONG_PREFIX = " ".join(["a man and a dog walk along the old road near the park"] * 4)  # > 40 WordPiece tokens
+
+
+def test_foils_identical_after_truncation_are_excluded_and_counted(tmp_path):
+    from vlbias.models import load_image_text_model
+
+    _write_coco(tmp_path, {1: ["A red bus."], 2: [f"{LONG_PREFIX} and a red kite"]})
+    coco = load_dataset("coco", tmp_path, split="val2017")
+    bench = cf.build_benchmark(coco, max_foils=1, progress=False)
+    vilt = load_image_text_model("tiny:vilt", device="cpu")  # reads 40 tokens, as ViLT does
+    cut = cf.truncated_foils(vilt, bench, max_foils=1)
+    assert cut[:, 0].tolist() == [False, True]
+    kept = cf.score_benchmark(vilt, coco, bench, max_foils=1, cache=False, progress=False)
+    raw = cf.score_benchmark(vilt, coco, bench, max_foils=1, cache=False, progress=False, exclude_truncated=False)
+    assert raw[1, 0] == raw[1, 1]            # the tie the truncation makes: an "error" before
+    assert np.isnan(kept[1, 1]) and not np.isnan(kept[0, 1])
+    usable, _ = cf.correct_at(kept, 1)
+    assert usable.tolist() == [True, False]
+
+
+def test_a_failing_model_gives_a_failure_row_and_the_others_still_score(coco):
+    bench = cf.build_benchmark(coco, progress=False)
+    scores, kinds, failures, truncated = cf.score_models(
+        ["tiny:clip", "tiny:no-such-model", "tiny:vilt"], {"coco": coco}, {"coco": bench},
+        device="cpu", progress=False)
+    assert sorted(kinds) == ["tiny:clip", "tiny:vilt"] and ("tiny:vilt", "coco") in scores
+    assert failures["model"].tolist() == ["tiny:no-such-model"] and failures["stage"].tolist() == ["load"]
+    assert "no-such-model" in failures["error"].iat[0]
+    assert truncated["model"].tolist() == ["tiny:clip", "tiny:vilt"] and (truncated["dtype"] == "float32").all()

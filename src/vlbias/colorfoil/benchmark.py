@@ -281,9 +281,11 @@ def candidate_lists(benchmark: pd.DataFrame, max_foils: int) -> list[list[str]]:
 
 
 def score_benchmark(model, dataset, benchmark: pd.DataFrame, max_foils: int = 4, batch_size: int = 32,
-                    chunk_size: int = 256, cache: bool = True, progress: bool = True) -> np.ndarray:
+                    chunk_size: int = 256, cache: bool = True, progress: bool = True,
+                    exclude_truncated: bool = True) -> np.ndarray:
     """(n_rows, 1 + max_foils) scores: column 0 the caption, then the foils; NaN where a row has no
-    such foil. Dual encoders embed each image and each distinct text once per chunk; matchers score
+    such foil, and (``exclude_truncated``) where the model's text truncation makes the foil identical
+    to the caption (:func:`truncated_foils`). Dual encoders embed each image and each distinct text once per chunk; matchers score
     the pairs in batches. Chunks are cached, so an interrupted run resumes."""
     from ..cache import compute_chunked
     from ..embeddings import texts_identity
@@ -305,7 +307,67 @@ def score_benchmark(model, dataset, benchmark: pd.DataFrame, max_foils: int = 4,
         return np.zeros((0, 1 + max_foils))
     n_foils = np.minimum(benchmark["n_foils"].to_numpy(), max_foils)
     scores[np.arange(max_foils + 1)[None, :] > n_foils[:, None]] = np.nan
+    if exclude_truncated:
+        scores[:, 1:][truncated_foils(model, benchmark, max_foils)] = np.nan
     return scores
+
+
+def truncated_foils(model, benchmark: pd.DataFrame, max_foils: int = 4) -> np.ndarray:
+    """(n_rows, max_foils) bool: the foils that reach the model as the very same tokens as their
+    caption, because the colour word lies past the model's text limit (ViLT reads 40 tokens, CLIP
+    77). Their caption/foil scores tie and would count as errors; :func:`score_benchmark` leaves
+    them out (NaN), so the row drops out of the k-foil tasks that include that foil. A model without
+    ``text_token_ids`` is taken to read every text whole."""
+    captions = list(benchmark["caption"])
+    foils = [list(f[:max_foils]) for f in benchmark["foils"]]
+    flags = np.zeros((len(captions), max_foils), dtype=bool)
+    if not captions:
+        return flags
+    distinct = list(dict.fromkeys(captions + [f for row in foils for f in row]))
+    try:
+        ids = dict(zip(distinct, model.text_token_ids(distinct)))
+    except NotImplementedError:  # a model that does not expose its tokens: taken to read them whole
+        return flags
+    for row, (caption, row_foils) in enumerate(zip(captions, foils)):
+        for j, foil in enumerate(row_foils):
+            flags[row, j] = ids[foil] == ids[caption]
+    return flags
+
+
+def score_models(model_specs: Sequence[str], datasets: Mapping[str, object], benchmarks: Mapping[str, pd.DataFrame],
+                 max_foils: int = 4, batch_size: int = 32, device=None, half: bool = False,
+                 progress: bool = True) -> tuple[dict, dict, pd.DataFrame, pd.DataFrame]:
+    """:func:`score_benchmark` for every model on every data set.
+
+    Returns ``(scores, kinds, failures, truncated)``: ``scores[(spec, dataset)]``, ``kinds[spec]``
+    (dual or pairwise), ``failures`` (one row per model that failed to load or run, with the reason;
+    the others still score) and ``truncated`` (per model and data set, the foils that the model's
+    text truncation made identical to their caption, left out of the scores; see
+    :func:`truncated_foils`).
+    """
+    from ..models import for_each_model
+
+    def score_all(spec, model):
+        out, cut = {}, {}
+        for name, dataset in datasets.items():
+            out[name] = score_benchmark(model, dataset, benchmarks[name], max_foils=max_foils,
+                                        batch_size=batch_size, progress=progress)
+            cut[name] = truncated_foils(model, benchmarks[name], max_foils)
+        return model.kind, model.dtype, out, cut
+
+    results, failures = for_each_model(model_specs, score_all, device=device, half=half)
+    scores, kinds, truncated = {}, {}, []
+    for spec, (kind, dtype, out, cut) in results.items():
+        kinds[spec] = kind
+        for name in out:
+            scores[spec, name] = np.asarray(out[name])
+            truncated.append({"model": spec, "dtype": dtype, "dataset": name, "rows": len(out[name]),
+                              "rows with a foil identical after truncation": int(cut[name].any(axis=1).sum()),
+                              "foils identical after truncation": int(cut[name].sum())})
+    truncated = pd.DataFrame(truncated, columns=["model", "dtype", "dataset", "rows",
+                                                 "rows with a foil identical after truncation",
+                                                 "foils identical after truncation"])
+    return scores, kinds, failures, truncated
 
 
 def correct_at(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -51,6 +51,11 @@ class ImageTextModel(ABC):
     def has_embeddings(self) -> bool:
         return self.kind == "dual"
 
+    def text_token_ids(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
+        """The token ids the text side reads for each text, after the model's own truncation: two
+        texts with equal ids are the same input to the model."""
+        raise NotImplementedError(f"{type(self).__name__} does not expose its tokenisation")
+
     @abstractmethod
     def encode_images(self, images: Sequence[Image.Image], batch_size: int = 32,
                       progress: bool = True) -> np.ndarray:

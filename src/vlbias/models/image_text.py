@@ -251,6 +251,9 @@ class OpenClipModel(DualEncoder):
         tokens = self.tokenizer(texts).to(self.device)  # truncates to the context length
         return self.model.encode_text(tokens)
 
+    def text_token_ids(self, texts):
+        return [tuple(row) for row in self.tokenizer(_as_texts(texts)).tolist()]
+
 
 def _uses_quick_gelu(model: torch.nn.Module) -> bool:
     """Whether any activation module of an open_clip model is QuickGELU."""
@@ -289,6 +292,11 @@ def _text_limit(tokenizer, max_positions: int | None, offset: int = 0) -> int | 
     return min(limits) if limits else None
 
 
+def _truncated_ids(tokenizer, texts: list[str], max_length: int | None) -> list[tuple[int, ...]]:
+    ids = tokenizer(texts, truncation=max_length is not None, max_length=max_length)["input_ids"]
+    return [tuple(row) for row in ids]
+
+
 class HFDualEncoder(DualEncoder):
     """CLIP, ALIGN, AltCLIP, CLIPSeg and GroupViT through ``get_image_features``/``get_text_features``."""
 
@@ -313,6 +321,9 @@ class HFDualEncoder(DualEncoder):
                                 max_length=self.max_length, return_tensors="pt").to(self.device)
         return _features(self.model.get_text_features(**tokens))
 
+    def text_token_ids(self, texts):
+        return _truncated_ids(self.tokenizer, _as_texts(texts), self.max_length)
+
 
 class HFPairwiseMatcher(PairwiseMatcher):
     """ViLT and BridgeTower retrieval models: a processor prepares each (image, text) pair."""
@@ -326,6 +337,9 @@ class HFPairwiseMatcher(PairwiseMatcher):
         self.max_length = _text_limit(self.processor.tokenizer, max_positions, position_offset)
         self.logit_column = logit_column
         super().__init__(spec, device, dtype, _image_processor_id(self.processor.image_processor))
+
+    def text_token_ids(self, texts):
+        return _truncated_ids(self.processor.tokenizer, _as_texts(texts), self.max_length)
 
     def _match(self, images, texts):
         inputs = self.processor(images=images, text=texts, padding=True, truncation=self.max_length is not None,
