@@ -47,7 +47,7 @@ def coco(tmp_path):
 
 
 def test_counts_on_a_coco_format_fixture(coco):
-    first = cf.build_benchmark(coco, seed=0, progress=False)
+    first = cf.build_benchmark(coco, seed=0, caption_choice="first", progress=False)
     assert first["image_id"].tolist() == [1, 3, 4]
     assert first["words"].tolist() == [["red"], ["black", "white"], ["tan"]]
     counts = cf.construction_counts(coco, first)
@@ -55,7 +55,7 @@ def test_counts_on_a_coco_format_fixture(coco):
     assert counts["with a colour word (substring test)"] == 4  # "colored" holds "red"
     assert counts["with a colour word (whole word, ours)"] == 3
     assert counts["grayscale images (kept here, dropped in the paper)"] == 1 and first["grayscale"].tolist() == [False, True, False]
-    curated = cf.build_benchmark(coco, colour_selection="curated", seed=0, progress=False)
+    curated = cf.build_benchmark(coco, colour_selection="curated", seed=0, caption_choice="first", progress=False)
     assert curated["image_id"].tolist() == [1, 3]
     # per-caption generators: the captions both keep have the same foils
     assert curated["foils"].tolist() == first["foils"].tolist()[:2]
@@ -63,7 +63,7 @@ def test_counts_on_a_coco_format_fixture(coco):
     assert every["caption"].tolist() == ["A red bus.", "A blue kite", "Black and white photo of a dog",
                                          "A man standing near a tan dog", "A green car"]
     assert len(cf.build_benchmark(coco, caption_choice="all", progress=False)) == 6
-    gender = cf.build_benchmark(coco, foil_type_name="gender", progress=False)
+    gender = cf.build_benchmark(coco, foil_type_name="gender", caption_choice="first", progress=False)
     assert gender["foils"].tolist() == [["A woman standing near a tan dog"]]
     negation = cf.foil_type("negation").alternatives
     foils = distinct_foils("A dog IS running and cats are asleep.", negation, 4, np.random.default_rng(0))
@@ -78,7 +78,7 @@ def test_benchmark_is_deterministic_and_round_trips(coco, tmp_path):
     assert path.name == f"colorfoil-coco-v{cf.BENCHMARK_VERSION}.jsonl"
     back = cf.load_benchmark(path)
     assert back["foils"].tolist() == a["foils"].tolist() and back["image_id"].tolist() == a["image_id"].tolist()
-    assert back.attrs["seed"] == 5 and back.attrs["n_pairs"] == 3
+    assert back.attrs["seed"] == 5 and back.attrs["n_pairs"] == 5
 
 
 # --------------------------------------------------------------------------- measures
@@ -234,3 +234,53 @@ def test_a_failing_model_gives_a_failure_row_and_the_others_still_score(coco):
     assert failures["model"].tolist() == ["tiny:no-such-model"] and failures["stage"].tolist() == ["load"]
     assert "no-such-model" in failures["error"].iat[0]
     assert truncated["model"].tolist() == ["tiny:clip", "tiny:vilt"] and (truncated["dtype"] == "float32").all()
+
+
+# --------------------------------------------------------------------------- issue 9: construction
+
+
+def test_default_is_the_papers_first_caption_with_a_colour_word(coco):
+    default = cf.build_benchmark(coco, progress=False)
+    assert default.attrs["caption_choice"] == "first_with_word"
+    assert default["caption"].tolist() == ["A red bus.", "A blue kite", "Black and white photo of a dog",
+                                           "A man standing near a tan dog", "A green car"]
+
+
+def test_released_code_detection_is_exact_case_sensitive_tokens():
+    names = cf.colour_vocabulary("css3")
+    assert cf.released_code_colours("A red bus.", names) == ["red"]
+    assert cf.released_code_colours("A bus that is red.", names) == []       # "red." is not a token
+    assert cf.released_code_colours("Red and white kite", names) == ["white"]  # "Red" is not "red"
+    assert cf.released_code_colours("A colored kite", names) == []           # no substring matches
+    assert cf.substring_colours("A colored kite", names) == ["red"]
+
+
+def test_released_code_replacement_has_the_substring_bug():
+    rng = np.random.default_rng(0)
+    foils = cf.released_code_foils("a red bird on a colored red fence", ["red", "red"], ["blue"] * 1 + ["red"], 4, rng)
+    assert foils == [("a blue bird on a coloblue blue fence", {"red": "blue"})]
+    several = cf.released_code_foils("a red car", ["red"], list(cf.FOIL_TARGETS), 4, np.random.default_rng(1))
+    assert len({f for f, _ in several}) == 4 and all("red" not in f for f, _ in several)
+
+
+def test_released_code_construction_and_its_counts(tmp_path):
+    _write_coco(tmp_path, {
+        1: ["A bus that is red.", "A red bus"],           # released code: caption #1 (token "red")
+        2: ["A Red kite", "A kite"],                      # ours finds "Red"; the released code nothing
+        3: ["a red bird on a colored fence", "x"],        # both find "red"; its str.replace hits "colored"
+    })
+    coco = load_dataset("coco", tmp_path, split="val2017")
+    ours = cf.build_benchmark(coco, progress=False)
+    released = cf.build_benchmark(coco, construction="released-code", max_foils=1, progress=False)
+    assert ours["caption"].tolist() == ["A bus that is red.", "A Red kite", "a red bird on a colored fence"]
+    assert released["caption"].tolist() == ["A red bus", "a red bird on a colored fence"]
+    assert "colo" + released["replacements"].iat[1][0].split("->")[1] in released["foils"].iat[1][0]
+    counts = cf.construction_counts(coco, ours, released_code=released)
+    assert counts["images"] == 3 and counts["with a colour word (whole word, ours)"] == 3
+    assert counts["with a colour word (released code: exact token)"] == 2
+    assert counts["benchmark pairs (released-code construction)"] == 2
+    table = cf.counts_beside_published({"coco": counts}, published("colorfoil_counts_samin2024"))
+    assert table.loc["with a colour word (released code: exact token)", "coco (published)"] == 2511
+    assert table.loc["images", "coco (published)"] == 5000
+    with pytest.raises(ValueError, match="construction"):
+        cf.build_benchmark(coco, construction="substring", progress=False)

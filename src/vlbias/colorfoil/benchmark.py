@@ -144,19 +144,62 @@ def substring_colours(text: str, vocabulary: Iterable[str]) -> list[str]:
     return [word for word in vocabulary if word.lower() in lowered]
 
 
+def released_code_colours(caption: str, vocabulary: Iterable[str]) -> list[str]:
+    """The colour words the released ColorFoil notebook detects: tokens of ``caption.split(' ')``
+    that equal a CSS3 name exactly (case-sensitive: "Red" and "red." are not found), in order."""
+    names = set(vocabulary)
+    return [token for token in caption.split(" ") if token in names]
+
+
+def released_code_foils(caption: str, words: Sequence[str], targets: Sequence[str], k: int,
+                        rng: np.random.Generator) -> list[tuple[str, dict[str, str]]]:
+    """Up to ``k`` distinct foils as the released notebook writes them: each detected word is replaced
+    by a random target naming another colour with ``str.replace``, which also rewrites the word
+    inside longer words ("red" in "colored" becomes "coloblue" when "red" is a token of the caption).
+    """
+    words = list(dict.fromkeys(words))
+    options = [[t for t in targets if t != word] for word in words]
+    total = int(np.prod([len(o) for o in options], dtype=object)) if words else 0
+    foils, seen = [], {caption}
+    for number in (rng.permutation(total)[:4 * k] if total else []):
+        number, mapping, foil = int(number), {}, caption
+        for word, choices in zip(words, options):
+            number, digit = divmod(number, len(choices))
+            mapping[word] = choices[digit]
+        for word, target in mapping.items():
+            foil = foil.replace(word, target)
+        if foil not in seen:
+            seen.add(foil)
+            foils.append((foil, mapping))
+        if len(foils) == k:
+            break
+    return foils
+
+
+CONSTRUCTIONS = ("ours", "released-code")
+
+
 def build_benchmark(dataset, foil_type_name: str = "colour", colour_selection: str = "css3",
                     targets: Sequence[str] = FOIL_TARGETS, max_foils: int = 4, seed: int = 0,
-                    caption_choice: str = "first", max_pairs: int | None = None,
-                    progress: bool = True) -> pd.DataFrame:
+                    caption_choice: str = "first_with_word", max_pairs: int | None = None,
+                    progress: bool = True, construction: str = "ours") -> pd.DataFrame:
     """The benchmark rows of a caption data set (COCO or Flickr30k loader).
 
-    ``caption_choice``: ``"first"`` (each image's first caption, kept when it holds a word to foil:
-    the paper's 5,000 COCO pairs of which 2,511 have a colour), ``"first_with_word"`` (each image's
-    first caption that holds one) or ``"all"`` (every caption). Columns: ``dataset, image_index,
-    image_id, caption_id, caption, words, foils, replacements, n_foils, grayscale``; ``foils`` holds up
-    to ``max_foils`` foils, nested (the k-foil task uses the first k). ``attrs`` record the settings.
+    ``caption_choice``: ``"first_with_word"`` (the paper's choice, and the default: each image's first
+    caption that holds a word to foil; the paper's 5,000 COCO images of which 2,511 have one),
+    ``"first"`` (each image's caption #0, kept when it holds one) or ``"all"`` (every caption).
+    ``construction``: ``"ours"`` (whole words, any case, replaced in the caption's casing) or
+    ``"released-code"`` (the released notebook: exact case-sensitive tokens of ``caption.split(' ')``,
+    replaced with ``str.replace``; colour foils only; see :func:`released_code_colours` and
+    :func:`released_code_foils`). Columns: ``dataset, image_index, image_id, caption_id, caption, words,
+    foils, replacements, n_foils, grayscale``; ``foils`` holds up to ``max_foils`` foils, nested (the
+    k-foil task uses the first k). ``attrs`` record the settings.
     """
+    if construction not in CONSTRUCTIONS:
+        raise ValueError(f"construction must be one of {CONSTRUCTIONS}, got {construction!r}")
     kind = foil_type(foil_type_name, colour_selection, targets)
+    if construction == "released-code" and kind.name != "colour":
+        raise ValueError("construction='released-code' reproduces the colour foils only; use foil_type_name='colour'.")
     vocabulary = list(kind.alternatives)
     rows, taken_images = [], set()
     for image_index, image_id, caption_id, number, caption in tqdm(
@@ -167,13 +210,18 @@ def build_benchmark(dataset, foil_type_name: str = "colour", colour_selection: s
         # one generator per caption, keyed by its place: adding or removing other captions (another
         # colour selection, another max_pairs) never changes this caption's foils
         rng = np.random.default_rng([seed, int(image_index), int(number)])
-        made = distinct_foils(caption, kind.alternatives, max_foils, rng, vocabulary)
+        if construction == "released-code":
+            words = released_code_colours(caption, colour_vocabulary(colour_selection))
+            made = released_code_foils(caption, words, list(targets), max_foils, rng)
+        else:
+            words = find_words(caption, vocabulary)
+            made = distinct_foils(caption, kind.alternatives, max_foils, rng, vocabulary)
         if not made:
             continue
         taken_images.add(image_index)
         rows.append({
             "dataset": dataset.name, "image_index": int(image_index), "image_id": image_id,
-            "caption_id": caption_id, "caption": caption, "words": list(dict.fromkeys(find_words(caption, vocabulary))),
+            "caption_id": caption_id, "caption": caption, "words": list(dict.fromkeys(words)),
             "foils": [foil for foil, _ in made],
             "replacements": ["; ".join(f"{a}->{b}" for a, b in mapping.items()) for _, mapping in made],
             "n_foils": len(made),
@@ -186,24 +234,38 @@ def build_benchmark(dataset, foil_type_name: str = "colour", colour_selection: s
     frame.attrs.update(version=BENCHMARK_VERSION, dataset=dataset.name, split=dataset.split,
                        dataset_identity=dataset.identity, foil_type=kind.name, colour_selection=colour_selection,
                        targets=list(targets), max_foils=max_foils, seed=seed, caption_choice=caption_choice,
-                       max_pairs=max_pairs)
+                       max_pairs=max_pairs, construction=construction)
     return frame
 
 
-def construction_counts(dataset, benchmark: pd.DataFrame, colour_selection: str = "css3") -> dict[str, int]:
+def construction_counts(dataset, benchmark: pd.DataFrame, colour_selection: str = "css3",
+                        released_code: pd.DataFrame | None = None) -> dict[str, int]:
     """How many images and captions were considered, how many hold a colour word as a whole word
-    (ours) and as a substring (a plain ``in`` test), and how many grayscale images were kept."""
+    (ours), as an exact token of ``caption.split(' ')`` (the released notebook's test) and as a
+    substring (a plain ``in`` test), and how many grayscale images were kept. With the images counted
+    per image when the benchmark takes each image's first caption that holds a colour word.
+    ``released_code``: the same data set built with ``construction="released-code"``, whose pair
+    count is added."""
     choice = benchmark.attrs.get("caption_choice", "first")
     # "first_with_word" looks through all captions; compare the matchers on the same ones
     considered = _caption_rows(dataset, "all" if choice == "first_with_word" else choice)
     vocabulary = colour_vocabulary(colour_selection)
-    substring = sum(bool(substring_colours(row[4], vocabulary)) for row in considered)
-    whole_word = sum(bool(find_words(row[4], vocabulary)) for row in considered)
-    return {"images": len(dataset), "captions considered": len(considered),
-            "with a colour word (substring test)": substring,
-            "with a colour word (whole word, ours)": whole_word,
-            "benchmark pairs": len(benchmark), "grayscale images (kept here, dropped in the paper)": int(benchmark["grayscale"].sum()),
-            "pairs with 4 distinct foils": int((benchmark["n_foils"] >= 4).sum())}
+
+    def holding(test) -> int:
+        if choice == "first_with_word":  # images with such a caption, as the paper counts pairs
+            return len({row[0] for row in considered if test(row[4])})
+        return sum(bool(test(row[4])) for row in considered)
+
+    counts = {"images": len(dataset), "captions considered": len(considered),
+              "with a colour word (substring test)": holding(lambda c: substring_colours(c, vocabulary)),
+              "with a colour word (released code: exact token)": holding(lambda c: released_code_colours(c, vocabulary)),
+              "with a colour word (whole word, ours)": holding(lambda c: find_words(c, vocabulary)),
+              "benchmark pairs": len(benchmark)}
+    if released_code is not None:
+        counts["benchmark pairs (released-code construction)"] = len(released_code)
+    counts.update({"grayscale images (kept here, dropped in the paper)": int(benchmark["grayscale"].sum()),
+                   "pairs with 4 distinct foils": int((benchmark["n_foils"] >= 4).sum())})
+    return counts
 
 
 def selection_differences(captions: Iterable[str]) -> pd.DataFrame:
@@ -534,9 +596,10 @@ PAPER_MODEL_NAMES = {
 
 #: our construction counts -> the paper's count of the same thing (colorfoil_counts_samin2024.csv)
 COUNTS_BESIDE_PUBLISHED = {
-    "captions considered": "image_caption_pairs",
-    "with a colour word (substring test)": "pairs_with_colour_word",
+    "images": "image_caption_pairs",
+    "with a colour word (released code: exact token)": "pairs_with_colour_word",
     "with a colour word (whole word, ours)": "pairs_with_colour_word",
+    "benchmark pairs (released-code construction)": "pairs_with_colour_word",
     "grayscale images (kept here, dropped in the paper)": "grayscale_dropped",
     "benchmark pairs": "benchmark_pairs",
 }
