@@ -100,3 +100,21 @@ def test_profiles_cover_every_notebook():
     for profile in ("demo", "full"):
         plan = runner.plan_run(REPO, profile)
         assert set(plan.parameters) == set(runner.list_notebooks(REPO))
+
+
+def test_profile_timeouts_and_parts(tmp_path):
+    """Item 6 of issue 9: per-notebook timeouts come from the profile; one part runs at a time."""
+    root = make_project(tmp_path, {
+        "01a_x": ["seed = 0"], "01b_y": ["seed = 0"], "02a_z": ["seed = 0"],
+    }, "timeouts: {default: 60, 02a_z: 36000}\nnotebooks: {}\n")
+    plan = runner.plan_run(root, "demo")
+    assert plan.timeout("01a_x") == 60 and plan.timeout("02a_z") == 36000
+    assert list(runner.plan_run(root, "demo", part=1).parameters) == ["01a_x", "01b_y"]
+    assert list(runner.plan_run(root, "demo", part=2).parameters) == ["02a_z"]
+    with pytest.raises(runner.RunnerError, match="part 5"):
+        runner.plan_run(root, "demo", part=5)
+
+
+def test_full_profile_gives_generation_hours():
+    full = runner.plan_run(runner.find_project_root(Path(__file__).parent), "full", only=["04a_generation"])
+    assert full.timeout("04a_generation") >= 4 * 3600
