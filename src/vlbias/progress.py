@@ -29,6 +29,11 @@ def apply_environment() -> None:
         return
     if getattr(std.tqdm.__init__, "_vlbias_quiet", False):
         return
+    import warnings
+
+    # with every bar off, tqdm.auto's complaint that notebook widgets are missing is moot; this one
+    # warning is dropped, every other one still reaches the page
+    warnings.filterwarnings("ignore", message="IProgress not found", category=std.TqdmWarning)
     original = std.tqdm.__init__
 
     def quiet_init(self, *args, **kwargs):
