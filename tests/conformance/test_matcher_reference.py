@@ -25,8 +25,9 @@ from vlbias.models.conversion import _bytes_to_unicode, recorded_hf_config
 
 pytestmark = pytest.mark.conformance
 
-CANDIDATES = [["A red bus driving down a street.", "A blue bus driving down a street.", "A green bus driving down a street."],
-              ["a white dog lying on the grass", "a black dog lying on the grass", "a brown dog lying on the grass"]]
+# a caption and a foil per image, of different lengths so that the batched path pads
+CANDIDATES = [["A red bus driving down a street.", "A light blue bus driving down a street."],
+              ["a white dog lying on the grass", "a black dog"]]
 TOLERANCE = 1e-4  # logits, fp32, padded batch against single pairs
 
 
