@@ -156,6 +156,8 @@ def released_code_foils(caption: str, words: Sequence[str], targets: Sequence[st
     """Up to ``k`` distinct foils as the released notebook writes them: each detected word is replaced
     by a random target naming another colour with ``str.replace``, which also rewrites the word
     inside longer words ("red" in "colored" becomes "coloblue" when "red" is a token of the caption).
+    The detection and the ``str.replace`` follow the reading of the released notebook in issue 9
+    (the notebook itself was not available here); how targets are drawn for k distinct foils is ours.
     """
     words = list(dict.fromkeys(words))
     options = [[t for t in targets if t != word] for word in words]
