@@ -28,9 +28,10 @@ book: $(STAMP)
 test: $(STAMP)
 	$(OFFLINE) $(PY) -m pytest
 
-# The papers' models and data on a GPU (see README).
+# The papers' models and data on a GPU (see README). `make full PART=2` runs Part II only;
+# run `python -m vlbias plan --profile full` first.
 full: $(STAMP)
-	$(PY) -m vlbias run --profile full
+	$(PY) -m vlbias run --profile full $(if $(PART),--part $(PART))
 
 benchmarks: $(STAMP)
 	$(OFFLINE) $(PY) benchmarks/run_all.py

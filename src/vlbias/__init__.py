@@ -6,3 +6,7 @@ runner (:mod:`vlbias.runner`) and small helpers for book pages (:mod:`vlbias.boo
 """
 
 __version__ = "0.1.0"
+
+from .progress import apply_environment as _apply_progress_environment
+
+_apply_progress_environment()

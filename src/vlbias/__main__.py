@@ -1,4 +1,4 @@
-"""Command line: ``python -m vlbias run|build|list|tiny``."""
+"""Command line: ``python -m vlbias plan|run|build|list|tiny``."""
 
 from __future__ import annotations
 
@@ -17,9 +17,19 @@ def _parser() -> argparse.ArgumentParser:
                      help="run only this notebook (file stem); repeatable")
     run.add_argument("--set", action="append", default=[], dest="assignments", metavar="KEY=VALUE",
                      help="override a parameter (YAML value); NOTEBOOK.KEY=VALUE for one notebook")
-    run.add_argument("--timeout", type=float, default=1800, help="seconds allowed per notebook")
+    run.add_argument("--timeout", type=float, default=None,
+                     help="seconds allowed per notebook (default: the profile's timeouts, else 1800)")
+    run.add_argument("--part", type=int, default=None, help="run only the notebooks of this part (1-4)")
     run.add_argument("--no-build", action="store_true", help="execute only; do not build the book")
     run.add_argument("--project-dir", type=Path, default=None, help="the book's repository (default: here)")
+
+    plan = commands.add_parser("plan", help="preflight, offline: data, models, GPU-hours, disk and timeouts "
+                                            "per notebook; exits 1 with what to fix")
+    plan.add_argument("--profile", default="full", help="parameter file params/<profile>.yml")
+    plan.add_argument("--only", action="append", default=[], metavar="NAME", help="this notebook only; repeatable")
+    plan.add_argument("--set", action="append", default=[], dest="assignments", metavar="KEY=VALUE",
+                      help="a parameter as the run would get it")
+    plan.add_argument("--project-dir", type=Path, default=None)
 
     build = commands.add_parser("build", help="build the book from the executed notebooks")
     build.add_argument("--project-dir", type=Path, default=None)
@@ -39,7 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return runner.run(args.profile, args.only, args.assignments, args.project_dir,
-                              timeout=args.timeout, build=not args.no_build)
+                              timeout=args.timeout, build=not args.no_build, part=args.part)
+        if args.command == "plan":
+            from . import plan
+
+            return plan.main(args.profile, args.only, args.project_dir, args.assignments)
         if args.command == "build":
             return runner.build_book(runner.find_project_root(args.project_dir))
         if args.command == "list":

@@ -71,3 +71,16 @@ def beside_published(ours: pd.DataFrame, published_table: pd.DataFrame, measure:
     result = ours.copy()
     result[label] = text.reindex(keys).fillna("").to_numpy()
     return result
+
+
+def failures_box(failures: pd.DataFrame, what: str = "models") -> "object":
+    """A visible warning box listing the models that failed to load or run (``failures`` from
+    :func:`vlbias.models.for_each_model`), with their reasons; an empty note when none failed."""
+    from IPython.display import HTML
+
+    if failures is None or not len(failures):
+        return HTML("")
+    items = "".join(f"<li><code>{html.escape(str(row.model))}</code> ({html.escape(str(row.stage))}): "
+                    f"{html.escape(str(row.error))}</li>" for row in failures.itertuples())
+    return HTML(f'<div class="admonition warning"><p class="admonition-title">{len(failures)} of the {what} '
+                f'failed; their rows are missing below</p><ul>{items}</ul></div>')

@@ -10,6 +10,9 @@ Parameters come from ``params/<profile>.yml``::
       01_markedness:
         model_spec: tiny:clip
 
+``timeouts:`` (seconds per notebook; ``default`` for the rest, else 1800) sets each notebook's
+wall-clock limit; ``--timeout`` overrides them all.
+
 ``--set key=value`` overrides both (values are parsed as YAML, so ``--set seed=1`` is an int
 and ``--set 'models=[tiny:clip, tiny:open-clip]'`` a list). ``--set NOTEBOOK.key=value`` sets
 one notebook's parameter only.
@@ -37,6 +40,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import yaml
+
+#: seconds a notebook may run when the profile names no timeout for it
+DEFAULT_TIMEOUT = 1800
 
 #: where executed notebooks go, relative to the project root; ``_toc.yml`` points here
 GENERATED_DIR = Path("book") / "generated"
@@ -66,6 +72,10 @@ class RunPlan:
     profile: str
     env: dict[str, str]
     parameters: dict[str, dict[str, Any]] = field(default_factory=dict)  # notebook -> params
+    timeouts: dict[str, float] = field(default_factory=dict)  # notebook -> seconds
+
+    def timeout(self, name: str) -> float:
+        return float(self.timeouts.get(name, self.timeouts.get("default", DEFAULT_TIMEOUT)))
 
 
 def find_project_root(start: Path | None = None) -> Path:
@@ -135,7 +145,7 @@ def load_profile(root: Path, profile: str) -> dict[str, Any]:
         raise RunnerError(f"{where}: not valid YAML: {what or error}".replace("\n", " ")) from None
     if not isinstance(data, dict):
         raise RunnerError(f"{path}: expected a mapping with env, defaults and notebooks, got {type(data).__name__}.")
-    unknown = set(data) - {"env", "defaults", "notebooks", "description"}
+    unknown = set(data) - {"env", "defaults", "notebooks", "description", "timeouts"}
     if unknown:
         raise RunnerError(f"{path}: unknown top-level keys {sorted(unknown)}.")
     for section in ("env", "defaults", "notebooks"):
@@ -147,10 +157,15 @@ def load_profile(root: Path, profile: str) -> dict[str, Any]:
     return data
 
 
-def plan_run(root: Path, profile: str, only: Iterable[str] = (), assignments: Iterable[str] = ()) -> RunPlan:
-    """Resolve which notebooks run and with which parameters."""
+def plan_run(root: Path, profile: str, only: Iterable[str] = (), assignments: Iterable[str] = (),
+             part: int | None = None) -> RunPlan:
+    """Resolve which notebooks run and with which parameters (``part``: only notebooks ``0<part>*``)."""
     notebooks = list_notebooks(root)
     selected = list(only) or list(notebooks)
+    if part is not None:
+        selected = [name for name in selected if name.startswith(f"{int(part):02d}")]
+        if not selected:
+            raise RunnerError(f"No notebook of part {part} (file names {int(part):02d}*). Known: {list(notebooks)}.")
     missing = [name for name in selected if name not in notebooks]
     if missing:
         raise RunnerError(f"Unknown notebook(s) {missing}. Known: {list(notebooks)}.")
@@ -172,7 +187,8 @@ def plan_run(root: Path, profile: str, only: Iterable[str] = (), assignments: It
         else:
             global_overrides[key] = value
 
-    plan = RunPlan(profile=profile, env={k: str(v) for k, v in (config.get("env") or {}).items()})
+    plan = RunPlan(profile=profile, env={k: str(v) for k, v in (config.get("env") or {}).items()},
+                   timeouts={k: float(v) for k, v in (config.get("timeouts") or {}).items()})
     used_overrides: set[str] = set()
     for name in selected:
         declared = declared_parameters(notebooks[name])
@@ -279,17 +295,20 @@ def build_book(root: Path, builder: str = "html") -> int:
 
 
 def run(profile: str = "demo", only: Iterable[str] = (), assignments: Iterable[str] = (),
-        project_dir: Path | None = None, timeout: float = 1800, build: bool = True) -> int:
-    """Execute the selected notebooks, then build the book; return a process exit code."""
+        project_dir: Path | None = None, timeout: float | None = None, build: bool = True,
+        part: int | None = None) -> int:
+    """Execute the selected notebooks, then build the book; return a process exit code.
+
+    ``timeout`` (seconds) overrides the profile's per-notebook ``timeouts`` for every notebook."""
     root = find_project_root(project_dir)
-    plan = plan_run(root, profile, only, assignments)
+    plan = plan_run(root, profile, only, assignments, part)
     notebooks = list_notebooks(root)
     results = []
     for name, parameters in plan.parameters.items():
         shown = ", ".join(f"{k}={v!r}" for k, v in sorted(parameters.items()))
         print(f"[vlbias] running {name} ({plan.profile}): {shown}", flush=True)
         result = execute_notebook(notebooks[name], root / GENERATED_DIR / f"{name}.ipynb", parameters,
-                                  plan.env, timeout, cwd=root / "notebooks")
+                                  plan.env, timeout or plan.timeout(name), cwd=root / "notebooks")
         print(f"[vlbias] {result.summary()}", flush=True)
         results.append(result)
 

@@ -47,7 +47,7 @@ def coco(tmp_path):
 
 
 def test_counts_on_a_coco_format_fixture(coco):
-    first = cf.build_benchmark(coco, seed=0, progress=False)
+    first = cf.build_benchmark(coco, seed=0, caption_choice="first", progress=False)
     assert first["image_id"].tolist() == [1, 3, 4]
     assert first["words"].tolist() == [["red"], ["black", "white"], ["tan"]]
     counts = cf.construction_counts(coco, first)
@@ -55,7 +55,7 @@ def test_counts_on_a_coco_format_fixture(coco):
     assert counts["with a colour word (substring test)"] == 4  # "colored" holds "red"
     assert counts["with a colour word (whole word, ours)"] == 3
     assert counts["grayscale images (kept here, dropped in the paper)"] == 1 and first["grayscale"].tolist() == [False, True, False]
-    curated = cf.build_benchmark(coco, colour_selection="curated", seed=0, progress=False)
+    curated = cf.build_benchmark(coco, colour_selection="curated", seed=0, caption_choice="first", progress=False)
     assert curated["image_id"].tolist() == [1, 3]
     # per-caption generators: the captions both keep have the same foils
     assert curated["foils"].tolist() == first["foils"].tolist()[:2]
@@ -63,7 +63,7 @@ def test_counts_on_a_coco_format_fixture(coco):
     assert every["caption"].tolist() == ["A red bus.", "A blue kite", "Black and white photo of a dog",
                                          "A man standing near a tan dog", "A green car"]
     assert len(cf.build_benchmark(coco, caption_choice="all", progress=False)) == 6
-    gender = cf.build_benchmark(coco, foil_type_name="gender", progress=False)
+    gender = cf.build_benchmark(coco, foil_type_name="gender", caption_choice="first", progress=False)
     assert gender["foils"].tolist() == [["A woman standing near a tan dog"]]
     negation = cf.foil_type("negation").alternatives
     foils = distinct_foils("A dog IS running and cats are asleep.", negation, 4, np.random.default_rng(0))
@@ -78,7 +78,7 @@ def test_benchmark_is_deterministic_and_round_trips(coco, tmp_path):
     assert path.name == f"colorfoil-coco-v{cf.BENCHMARK_VERSION}.jsonl"
     back = cf.load_benchmark(path)
     assert back["foils"].tolist() == a["foils"].tolist() and back["image_id"].tolist() == a["image_id"].tolist()
-    assert back.attrs["seed"] == 5 and back.attrs["n_pairs"] == 3
+    assert back.attrs["seed"] == 5 and back.attrs["n_pairs"] == 5
 
 
 # --------------------------------------------------------------------------- measures
@@ -166,7 +166,7 @@ def test_dual_and_pairwise_paths_score_alike(coco):
             b = dual.encode_texts(texts, progress=False)
             return torch.from_numpy((a * b).sum(axis=1))
 
-    matcher = CosineMatcher("cosine-matcher", dual.device, dual.dtype, "same")
+    matcher = CosineMatcher("cosine-matcher", dual.device, dual.torch_dtype, "same")
     bench = cf.build_benchmark(coco, progress=False)
     by_dual = cf.score_benchmark(dual, coco, bench, cache=False, progress=False)
     by_pairs = cf.score_benchmark(matcher, coco, bench, batch_size=3, cache=False, progress=False)
@@ -197,3 +197,108 @@ def test_data_sets_without_a_foilable_caption_are_left_out_and_none_left_is_an_e
     assert list(kept) == ["coco"] and empty == ["other"]
     with pytest.raises(ValueError, match="No caption of any data set holds a colour word"):
         cf.with_foils({"other": coco}, benchmarks, "colour")
+# --------------------------------------------------------------------------- issue 9: precision and ties
+
+def test_ties_are_counted_and_scored_as_errors():
+    scores = np.array([[0.5, 0.5], [0.6, 0.4], [0.3, 0.3], [0.1, 0.2]])
+    row = cf.evaluation_row(scores, k=1)
+    assert row["ties"] == 2 and row["n"] == 4 and row["accuracy_%"] == pytest.approx(25.0)
+
+
+def test_precision_is_part_of_the_score_cache_key(coco, tmp_path, monkeypatch):
+    """fp32 scores cached first must not come back for the same model run in fp16."""
+    from vlbias.models import load_image_text_model
+
+    monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
+    bench = cf.build_benchmark(coco, progress=False)
+    full = load_image_text_model("tiny:clip", device="cpu")
+    half = load_image_text_model("tiny:clip", device="cpu", half=True)
+    assert (full.dtype, half.dtype) == ("float32", "float16") and full.weights_id != half.weights_id
+    by_full = cf.score_benchmark(full, coco, bench, progress=False)
+    by_half = cf.score_benchmark(half, coco, bench, progress=False)
+    fresh_half = cf.score_benchmark(half, coco, bench, cache=False, progress=False)
+    np.testing.assert_array_equal(by_half, fresh_half)
+    assert not np.array_equal(by_full, by_half)
+
+
+# --------------------------------------------------------------------------- issue 9: truncation, failures
+
+LONG_PREFIX = " ".join(["a man and a dog walk along the old road near the park"] * 4)  # > 40 WordPiece tokens
+
+
+def test_foils_identical_after_truncation_are_excluded_and_counted(tmp_path):
+    from vlbias.models import load_image_text_model
+
+    _write_coco(tmp_path, {1: ["A red bus."], 2: [f"{LONG_PREFIX} and a red kite"]})
+    coco = load_dataset("coco", tmp_path, split="val2017")
+    bench = cf.build_benchmark(coco, max_foils=1, progress=False)
+    vilt = load_image_text_model("tiny:vilt", device="cpu")  # reads 40 tokens, as ViLT does
+    cut = cf.truncated_foils(vilt, bench, max_foils=1)
+    assert cut[:, 0].tolist() == [False, True]
+    kept = cf.score_benchmark(vilt, coco, bench, max_foils=1, cache=False, progress=False)
+    raw = cf.score_benchmark(vilt, coco, bench, max_foils=1, cache=False, progress=False, exclude_truncated=False)
+    assert raw[1, 0] == raw[1, 1]            # the tie the truncation makes: an "error" before
+    assert np.isnan(kept[1, 1]) and not np.isnan(kept[0, 1])
+    usable, _ = cf.correct_at(kept, 1)
+    assert usable.tolist() == [True, False]
+
+
+def test_a_failing_model_gives_a_failure_row_and_the_others_still_score(coco):
+    bench = cf.build_benchmark(coco, progress=False)
+    scores, kinds, failures, truncated = cf.score_models(
+        ["tiny:clip", "tiny:no-such-model", "tiny:vilt"], {"coco": coco}, {"coco": bench},
+        device="cpu", progress=False)
+    assert sorted(kinds) == ["tiny:clip", "tiny:vilt"] and ("tiny:vilt", "coco") in scores
+    assert failures["model"].tolist() == ["tiny:no-such-model"] and failures["stage"].tolist() == ["load"]
+    assert "no-such-model" in failures["error"].iat[0]
+    assert truncated["model"].tolist() == ["tiny:clip", "tiny:vilt"] and (truncated["dtype"] == "float32").all()
+
+
+# --------------------------------------------------------------------------- issue 9: construction
+
+
+def test_default_is_the_papers_first_caption_with_a_colour_word(coco):
+    default = cf.build_benchmark(coco, progress=False)
+    assert default.attrs["caption_choice"] == "first_with_word"
+    assert default["caption"].tolist() == ["A red bus.", "A blue kite", "Black and white photo of a dog",
+                                           "A man standing near a tan dog", "A green car"]
+
+
+def test_released_code_detection_is_exact_case_sensitive_tokens():
+    names = cf.colour_vocabulary("css3")
+    assert cf.released_code_colours("A red bus.", names) == ["red"]
+    assert cf.released_code_colours("A bus that is red.", names) == []       # "red." is not a token
+    assert cf.released_code_colours("Red and white kite", names) == ["white"]  # "Red" is not "red"
+    assert cf.released_code_colours("A colored kite", names) == []           # no substring matches
+    assert cf.substring_colours("A colored kite", names) == ["red"]
+
+
+def test_released_code_replacement_has_the_substring_bug():
+    rng = np.random.default_rng(0)
+    foils = cf.released_code_foils("a red bird on a colored red fence", ["red", "red"], ["blue"] * 1 + ["red"], 4, rng)
+    assert foils == [("a blue bird on a coloblue blue fence", {"red": "blue"})]
+    several = cf.released_code_foils("a red car", ["red"], list(cf.FOIL_TARGETS), 4, np.random.default_rng(1))
+    assert len({f for f, _ in several}) == 4 and all("red" not in f for f, _ in several)
+
+
+def test_released_code_construction_and_its_counts(tmp_path):
+    _write_coco(tmp_path, {
+        1: ["A bus that is red.", "A red bus"],           # released code: caption #1 (token "red")
+        2: ["A Red kite", "A kite"],                      # ours finds "Red"; the released code nothing
+        3: ["a red bird on a colored fence", "x"],        # both find "red"; its str.replace hits "colored"
+    })
+    coco = load_dataset("coco", tmp_path, split="val2017")
+    ours = cf.build_benchmark(coco, progress=False)
+    released = cf.build_benchmark(coco, construction="released-code", max_foils=1, progress=False)
+    assert ours["caption"].tolist() == ["A bus that is red.", "A Red kite", "a red bird on a colored fence"]
+    assert released["caption"].tolist() == ["A red bus", "a red bird on a colored fence"]
+    assert "colo" + released["replacements"].iat[1][0].split("->")[1] in released["foils"].iat[1][0]
+    counts = cf.construction_counts(coco, ours, released_code=released)
+    assert counts["images"] == 3 and counts["with a colour word (whole word, ours)"] == 3
+    assert counts["with a colour word (released code: exact token)"] == 2
+    assert counts["benchmark pairs (released-code construction)"] == 2
+    table = cf.counts_beside_published({"coco": counts}, published("colorfoil_counts_samin2024"))
+    assert table.loc["with a colour word (released code: exact token)", "coco (published)"] == 2511
+    assert table.loc["images", "coco (published)"] == 5000
+    with pytest.raises(ValueError, match="construction"):
+        cf.build_benchmark(coco, construction="substring", progress=False)

@@ -310,7 +310,7 @@ def test_half_precision_path_runs_and_returns_float32(name, images):
     # the GPU default; on the CPU it only checks the casts, hence the loose tolerance
     half = load_image_text_model(f"tiny:{name}", device="cpu", half=True)
     # open_clip's fp16 keeps embeddings and LayerNorms in float32, as OpenAI's CLIP did
-    assert half.dtype == torch.float16
+    assert half.dtype == "float16" and half.torch_dtype == torch.float16
     assert any(parameter.dtype == torch.float16 for parameter in _wrapped(half).parameters())
     scores = half.score(images[:2], TEXTS[:2], progress=False)
     assert scores.dtype == np.float32

@@ -183,3 +183,19 @@ def test_profile_is_a_name_from_params_or_an_explicit_path(project, tmp_path_fac
     with pytest.raises(runner.RunnerError, match=r"notebooks: a_ok must be a mapping"):
         (project / "params" / "demo.yml").write_text("notebooks:\n  a_ok: [1, 2]\n")
         runner.plan_run(project, "demo", only=["a_ok"])
+def test_profile_timeouts_and_parts(tmp_path):
+    """Item 6 of issue 9: per-notebook timeouts come from the profile; one part runs at a time."""
+    root = make_project(tmp_path, {
+        "01a_x": ["seed = 0"], "01b_y": ["seed = 0"], "02a_z": ["seed = 0"],
+    }, "timeouts: {default: 60, 02a_z: 36000}\nnotebooks: {}\n")
+    plan = runner.plan_run(root, "demo")
+    assert plan.timeout("01a_x") == 60 and plan.timeout("02a_z") == 36000
+    assert list(runner.plan_run(root, "demo", part=1).parameters) == ["01a_x", "01b_y"]
+    assert list(runner.plan_run(root, "demo", part=2).parameters) == ["02a_z"]
+    with pytest.raises(runner.RunnerError, match="part 5"):
+        runner.plan_run(root, "demo", part=5)
+
+
+def test_full_profile_gives_generation_hours():
+    full = runner.plan_run(runner.find_project_root(Path(__file__).parent), "full", only=["04a_generation"])
+    assert full.timeout("04a_generation") >= 4 * 3600

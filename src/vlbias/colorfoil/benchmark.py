@@ -144,19 +144,64 @@ def substring_colours(text: str, vocabulary: Iterable[str]) -> list[str]:
     return [word for word in vocabulary if word.lower() in lowered]
 
 
+def released_code_colours(caption: str, vocabulary: Iterable[str]) -> list[str]:
+    """The colour words the released ColorFoil notebook detects: tokens of ``caption.split(' ')``
+    that equal a CSS3 name exactly (case-sensitive: "Red" and "red." are not found), in order."""
+    names = set(vocabulary)
+    return [token for token in caption.split(" ") if token in names]
+
+
+def released_code_foils(caption: str, words: Sequence[str], targets: Sequence[str], k: int,
+                        rng: np.random.Generator) -> list[tuple[str, dict[str, str]]]:
+    """Up to ``k`` distinct foils as the released notebook writes them: each detected word is replaced
+    by a random target naming another colour with ``str.replace``, which also rewrites the word
+    inside longer words ("red" in "colored" becomes "coloblue" when "red" is a token of the caption).
+    The detection and the ``str.replace`` follow the reading of the released notebook in issue 9
+    (the notebook itself was not available here); how targets are drawn for k distinct foils is ours.
+    """
+    words = list(dict.fromkeys(words))
+    options = [[t for t in targets if t != word] for word in words]
+    total = int(np.prod([len(o) for o in options], dtype=object)) if words else 0
+    foils, seen = [], {caption}
+    for number in (rng.permutation(total)[:4 * k] if total else []):
+        number, mapping, foil = int(number), {}, caption
+        for word, choices in zip(words, options):
+            number, digit = divmod(number, len(choices))
+            mapping[word] = choices[digit]
+        for word, target in mapping.items():
+            foil = foil.replace(word, target)
+        if foil not in seen:
+            seen.add(foil)
+            foils.append((foil, mapping))
+        if len(foils) == k:
+            break
+    return foils
+
+
+CONSTRUCTIONS = ("ours", "released-code")
+
+
 def build_benchmark(dataset, foil_type_name: str = "colour", colour_selection: str = "css3",
                     targets: Sequence[str] = FOIL_TARGETS, max_foils: int = 4, seed: int = 0,
-                    caption_choice: str = "first", max_pairs: int | None = None,
-                    progress: bool = True) -> pd.DataFrame:
+                    caption_choice: str = "first_with_word", max_pairs: int | None = None,
+                    progress: bool = True, construction: str = "ours") -> pd.DataFrame:
     """The benchmark rows of a caption data set (COCO or Flickr30k loader).
 
-    ``caption_choice``: ``"first"`` (each image's first caption, kept when it holds a word to foil:
-    the paper's 5,000 COCO pairs of which 2,511 have a colour), ``"first_with_word"`` (each image's
-    first caption that holds one) or ``"all"`` (every caption). Columns: ``dataset, image_index,
-    image_id, caption_id, caption, words, foils, replacements, n_foils, grayscale``; ``foils`` holds up
-    to ``max_foils`` foils, nested (the k-foil task uses the first k). ``attrs`` record the settings.
+    ``caption_choice``: ``"first_with_word"`` (the paper's choice, and the default: each image's first
+    caption that holds a word to foil; the paper's 5,000 COCO images of which 2,511 have one),
+    ``"first"`` (each image's caption #0, kept when it holds one) or ``"all"`` (every caption).
+    ``construction``: ``"ours"`` (whole words, any case, replaced in the caption's casing) or
+    ``"released-code"`` (the released notebook: exact case-sensitive tokens of ``caption.split(' ')``,
+    replaced with ``str.replace``; colour foils only; see :func:`released_code_colours` and
+    :func:`released_code_foils`). Columns: ``dataset, image_index, image_id, caption_id, caption, words,
+    foils, replacements, n_foils, grayscale``; ``foils`` holds up to ``max_foils`` foils, nested (the
+    k-foil task uses the first k). ``attrs`` record the settings.
     """
+    if construction not in CONSTRUCTIONS:
+        raise ValueError(f"construction must be one of {CONSTRUCTIONS}, got {construction!r}")
     kind = foil_type(foil_type_name, colour_selection, targets)
+    if construction == "released-code" and kind.name != "colour":
+        raise ValueError("construction='released-code' reproduces the colour foils only; use foil_type_name='colour'.")
     vocabulary = list(kind.alternatives)
     rows, taken_images = [], set()
     for image_index, image_id, caption_id, number, caption in tqdm(
@@ -167,13 +212,18 @@ def build_benchmark(dataset, foil_type_name: str = "colour", colour_selection: s
         # one generator per caption, keyed by its place: adding or removing other captions (another
         # colour selection, another max_pairs) never changes this caption's foils
         rng = np.random.default_rng([seed, int(image_index), int(number)])
-        made = distinct_foils(caption, kind.alternatives, max_foils, rng, vocabulary)
+        if construction == "released-code":
+            words = released_code_colours(caption, colour_vocabulary(colour_selection))
+            made = released_code_foils(caption, words, list(targets), max_foils, rng)
+        else:
+            words = find_words(caption, vocabulary)
+            made = distinct_foils(caption, kind.alternatives, max_foils, rng, vocabulary)
         if not made:
             continue
         taken_images.add(image_index)
         rows.append({
             "dataset": dataset.name, "image_index": int(image_index), "image_id": image_id,
-            "caption_id": caption_id, "caption": caption, "words": list(dict.fromkeys(find_words(caption, vocabulary))),
+            "caption_id": caption_id, "caption": caption, "words": list(dict.fromkeys(words)),
             "foils": [foil for foil, _ in made],
             "replacements": ["; ".join(f"{a}->{b}" for a, b in mapping.items()) for _, mapping in made],
             "n_foils": len(made),
@@ -186,24 +236,38 @@ def build_benchmark(dataset, foil_type_name: str = "colour", colour_selection: s
     frame.attrs.update(version=BENCHMARK_VERSION, dataset=dataset.name, split=dataset.split,
                        dataset_identity=dataset.identity, foil_type=kind.name, colour_selection=colour_selection,
                        targets=list(targets), max_foils=max_foils, seed=seed, caption_choice=caption_choice,
-                       max_pairs=max_pairs)
+                       max_pairs=max_pairs, construction=construction)
     return frame
 
 
-def construction_counts(dataset, benchmark: pd.DataFrame, colour_selection: str = "css3") -> dict[str, int]:
+def construction_counts(dataset, benchmark: pd.DataFrame, colour_selection: str = "css3",
+                        released_code: pd.DataFrame | None = None) -> dict[str, int]:
     """How many images and captions were considered, how many hold a colour word as a whole word
-    (ours) and as a substring (a plain ``in`` test), and how many grayscale images were kept."""
+    (ours), as an exact token of ``caption.split(' ')`` (the released notebook's test) and as a
+    substring (a plain ``in`` test), and how many grayscale images were kept. With the images counted
+    per image when the benchmark takes each image's first caption that holds a colour word.
+    ``released_code``: the same data set built with ``construction="released-code"``, whose pair
+    count is added."""
     choice = benchmark.attrs.get("caption_choice", "first")
     # "first_with_word" looks through all captions; compare the matchers on the same ones
     considered = _caption_rows(dataset, "all" if choice == "first_with_word" else choice)
     vocabulary = colour_vocabulary(colour_selection)
-    substring = sum(bool(substring_colours(row[4], vocabulary)) for row in considered)
-    whole_word = sum(bool(find_words(row[4], vocabulary)) for row in considered)
-    return {"images": len(dataset), "captions considered": len(considered),
-            "with a colour word (substring test)": substring,
-            "with a colour word (whole word, ours)": whole_word,
-            "benchmark pairs": len(benchmark), "grayscale images (kept here, dropped in the paper)": int(benchmark["grayscale"].sum()),
-            "pairs with 4 distinct foils": int((benchmark["n_foils"] >= 4).sum())}
+
+    def holding(test) -> int:
+        if choice == "first_with_word":  # images with such a caption, as the paper counts pairs
+            return len({row[0] for row in considered if test(row[4])})
+        return sum(bool(test(row[4])) for row in considered)
+
+    counts = {"images": len(dataset), "captions considered": len(considered),
+              "with a colour word (substring test)": holding(lambda c: substring_colours(c, vocabulary)),
+              "with a colour word (released code: exact token)": holding(lambda c: released_code_colours(c, vocabulary)),
+              "with a colour word (whole word, ours)": holding(lambda c: find_words(c, vocabulary)),
+              "benchmark pairs": len(benchmark)}
+    if released_code is not None:
+        counts["benchmark pairs (released-code construction)"] = len(released_code)
+    counts.update({"grayscale images (kept here, dropped in the paper)": int(benchmark["grayscale"].sum()),
+                   "pairs with 4 distinct foils": int((benchmark["n_foils"] >= 4).sum())})
+    return counts
 
 
 def selection_differences(captions: Iterable[str]) -> pd.DataFrame:
@@ -320,9 +384,11 @@ def candidate_lists(benchmark: pd.DataFrame, max_foils: int) -> list[list[str]]:
 
 
 def score_benchmark(model, dataset, benchmark: pd.DataFrame, max_foils: int = 4, batch_size: int = 32,
-                    chunk_size: int = 256, cache: bool = True, progress: bool = True) -> np.ndarray:
+                    chunk_size: int = 256, cache: bool = True, progress: bool = True,
+                    exclude_truncated: bool = True) -> np.ndarray:
     """(n_rows, 1 + max_foils) scores: column 0 the caption, then the foils; NaN where a row has no
-    such foil. Dual encoders embed each image and each distinct text once per chunk; matchers score
+    such foil, and (``exclude_truncated``) where the model's text truncation makes the foil identical
+    to the caption (:func:`truncated_foils`). Dual encoders embed each image and each distinct text once per chunk; matchers score
     the pairs in batches. Chunks are cached, so an interrupted run resumes."""
     from ..cache import cache_key, compute_chunked
     from ..embeddings import texts_identity
@@ -343,7 +409,67 @@ def score_benchmark(model, dataset, benchmark: pd.DataFrame, max_foils: int = 4,
         return np.zeros((0, 1 + max_foils))
     n_foils = np.minimum(benchmark["n_foils"].to_numpy(), max_foils)
     scores[np.arange(max_foils + 1)[None, :] > n_foils[:, None]] = np.nan
+    if exclude_truncated:
+        scores[:, 1:][truncated_foils(model, benchmark, max_foils)] = np.nan
     return scores
+
+
+def truncated_foils(model, benchmark: pd.DataFrame, max_foils: int = 4) -> np.ndarray:
+    """(n_rows, max_foils) bool: the foils that reach the model as the very same tokens as their
+    caption, because the colour word lies past the model's text limit (ViLT reads 40 tokens, CLIP
+    77). Their caption/foil scores tie and would count as errors; :func:`score_benchmark` leaves
+    them out (NaN), so the row drops out of the k-foil tasks that include that foil. A model without
+    ``text_token_ids`` is taken to read every text whole."""
+    captions = list(benchmark["caption"])
+    foils = [list(f[:max_foils]) for f in benchmark["foils"]]
+    flags = np.zeros((len(captions), max_foils), dtype=bool)
+    if not captions:
+        return flags
+    distinct = list(dict.fromkeys(captions + [f for row in foils for f in row]))
+    try:
+        ids = dict(zip(distinct, model.text_token_ids(distinct)))
+    except NotImplementedError:  # a model that does not expose its tokens: taken to read them whole
+        return flags
+    for row, (caption, row_foils) in enumerate(zip(captions, foils)):
+        for j, foil in enumerate(row_foils):
+            flags[row, j] = ids[foil] == ids[caption]
+    return flags
+
+
+def score_models(model_specs: Sequence[str], datasets: Mapping[str, object], benchmarks: Mapping[str, pd.DataFrame],
+                 max_foils: int = 4, batch_size: int = 32, device=None, half: bool = False,
+                 progress: bool = True) -> tuple[dict, dict, pd.DataFrame, pd.DataFrame]:
+    """:func:`score_benchmark` for every model on every data set.
+
+    Returns ``(scores, kinds, failures, truncated)``: ``scores[(spec, dataset)]``, ``kinds[spec]``
+    (dual or pairwise), ``failures`` (one row per model that failed to load or run, with the reason;
+    the others still score) and ``truncated`` (per model and data set, the foils that the model's
+    text truncation made identical to their caption, left out of the scores; see
+    :func:`truncated_foils`).
+    """
+    from ..models import for_each_model
+
+    def score_all(spec, model):
+        out, cut = {}, {}
+        for name, dataset in datasets.items():
+            out[name] = score_benchmark(model, dataset, benchmarks[name], max_foils=max_foils,
+                                        batch_size=batch_size, progress=progress)
+            cut[name] = truncated_foils(model, benchmarks[name], max_foils)
+        return model.kind, model.dtype, out, cut
+
+    results, failures = for_each_model(model_specs, score_all, device=device, half=half)
+    scores, kinds, truncated = {}, {}, []
+    for spec, (kind, dtype, out, cut) in results.items():
+        kinds[spec] = kind
+        for name in out:
+            scores[spec, name] = np.asarray(out[name])
+            truncated.append({"model": spec, "dtype": dtype, "dataset": name, "rows": len(out[name]),
+                              "rows with a foil identical after truncation": int(cut[name].any(axis=1).sum()),
+                              "foils identical after truncation": int(cut[name].sum())})
+    truncated = pd.DataFrame(truncated, columns=["model", "dtype", "dataset", "rows",
+                                                 "rows with a foil identical after truncation",
+                                                 "foils identical after truncation"])
+    return scores, kinds, failures, truncated
 
 
 def correct_at(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -394,14 +520,16 @@ def detection_auroc(scores: np.ndarray, k: int) -> float:
 
 
 def evaluation_row(scores: np.ndarray, k: int, confidence: float = 0.95) -> dict:
-    """n, accuracy with its Wilson interval (percent), F1 as the paper computes it, detection AUROC
-    and the mean caption-minus-best-foil margin."""
+    """n, accuracy with its Wilson interval (percent), F1 as the paper computes it, detection AUROC,
+    the mean caption-minus-best-foil margin, and ``ties``: examples whose caption and best foil score
+    exactly the same (counted as errors; half precision makes them common, so they are reported)."""
     from ..stats import accuracy_summary
 
     usable, correct = correct_at(scores, k)
     summary = accuracy_summary(correct, confidence)
     margin = scores[usable, 0] - scores[usable, 1:k + 1].max(axis=1)
-    return {**summary, "f1": float(f1_from_accuracy(correct.mean())) if correct.size else float("nan"),
+    return {**summary, "ties": int((margin == 0).sum()),
+            "f1": float(f1_from_accuracy(correct.mean())) if correct.size else float("nan"),
             "detection_auroc": detection_auroc(scores, k),
             "mean_margin": float(margin.mean()) if margin.size else float("nan")}
 
@@ -501,9 +629,10 @@ def per_colour_accuracy(benchmark: pd.DataFrame, scores: np.ndarray, k: int = 1,
 #: paper's name of each full-profile model, to match our rows with the published Table 1
 #: our construction counts -> the paper's count of the same thing (colorfoil_counts_samin2024.csv)
 COUNTS_BESIDE_PUBLISHED = {
-    "captions considered": "image_caption_pairs",
-    "with a colour word (substring test)": "pairs_with_colour_word",
+    "images": "image_caption_pairs",
+    "with a colour word (released code: exact token)": "pairs_with_colour_word",
     "with a colour word (whole word, ours)": "pairs_with_colour_word",
+    "benchmark pairs (released-code construction)": "pairs_with_colour_word",
     "grayscale images (kept here, dropped in the paper)": "grayscale_dropped",
     "benchmark pairs": "benchmark_pairs",
 }

@@ -25,21 +25,25 @@ def family_summary(records: pd.DataFrame, embeddings: np.ndarray, flags: pd.Data
 
 def model_comparison(model_specs: list[str], dataset, prompts: dict[str, dict[str, str]] | None = None,
                      person_prompt: str = PERSON_PROMPT, device: str = "auto", batch_size: int = 64,
-                     decode_workers: int | None = None) -> pd.DataFrame:
+                     decode_workers: int | None = None, half: bool = False) -> pd.DataFrame:
     """:func:`family_summary` (self-similarity and unmarked % per label) for every model in the list.
 
-    Any dual encoder spec works; embeddings are cached, so models embedded before cost nothing.
+    Any dual encoder spec works; embeddings are cached, so models embedded before cost nothing. A
+    model that fails to load or run leaves its rows out and a row in ``result.attrs["failures"]``
+    (model, stage, error); the other models' rows are all there.
     """
     from ..embeddings import embed_images, embed_texts
-    from ..models import load_image_text_model
+    from ..models import for_each_model
 
-    frames = []
-    for spec in model_specs:
-        model = load_image_text_model(spec, device=device)
+    def summarise(spec, model):
         if getattr(model, "kind", "dual") != "dual":
             raise TypeError(f"{spec} is a {model.kind} model; markedness needs a dual encoder (separate embeddings)")
         images = embed_images(model, dataset, batch_size=batch_size, decode_workers=decode_workers)
         flags = unmarked_flags(images, lambda texts: embed_texts(model, texts, progress=False), prompts, person_prompt)
-        frames.append(family_summary(dataset.records, images, flags).assign(model=spec))
-        model = None  # let it go before the next one loads (GPU memory)
-    return pd.concat(frames, ignore_index=True)
+        return family_summary(dataset.records, images, flags).assign(model=spec, dtype=model.dtype)
+
+    frames, failures = for_each_model(model_specs, summarise, device=device, half=half)
+    columns = ["family", "group", "n", "self_similarity", "unmarked_%", "model", "dtype"]
+    result = pd.concat(list(frames.values()), ignore_index=True) if frames else pd.DataFrame(columns=columns)
+    result.attrs["failures"] = failures
+    return result

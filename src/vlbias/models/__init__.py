@@ -17,7 +17,7 @@ __all__ = [
     "ImageTextModel", "LanguageModel", "TextToImageModel", "ModelSpec", "parse_spec", "locate",
     "ModelUnavailableError",
     "TINY_BUILDERS", "register_tiny", "tiny_checkpoint",
-    "load_image_text_model", "load_language_model", "load_text_to_image",
+    "load_image_text_model", "load_language_model", "load_text_to_image", "for_each_model",
 ]
 
 
@@ -45,3 +45,30 @@ def load_text_to_image(spec: str, device=None, half: bool | None = None) -> Text
     from .text_to_image import load_text_to_image as load
 
     return load(spec, device=device, half=half)
+
+
+def for_each_model(specs, work, load=None, **load_kwargs):
+    """``work(spec, model)`` for every spec; one model that fails to load or run does not stop the rest.
+
+    Returns ``(results, failures)``: ``results`` maps each spec that ran to what ``work`` returned;
+    ``failures`` is a DataFrame with one row per spec that did not (``model``, ``stage``: load or
+    run, ``error``: the exception's type and first line). ``load`` defaults to
+    :func:`load_image_text_model`; ``load_kwargs`` go to it. Each model is released before the next
+    loads (GPU memory).
+    """
+    import pandas as pd
+
+    load = load or load_image_text_model
+    results, failures = {}, []
+    for spec in specs:
+        stage = "load"
+        try:
+            model = load(spec, **load_kwargs)
+            stage = "run"
+            results[spec] = work(spec, model)
+        except Exception as error:  # noqa: BLE001 -- reported as a row, never swallowed silently
+            first_line = (str(error).strip().splitlines() or [""])[0]
+            failures.append({"model": spec, "stage": stage, "error": f"{type(error).__name__}: {first_line}"})
+        finally:
+            model = None
+    return results, pd.DataFrame(failures, columns=["model", "stage", "error"])

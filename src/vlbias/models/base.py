@@ -9,6 +9,11 @@ import numpy as np
 from PIL import Image
 
 
+def dtype_name(dtype) -> str:
+    """``torch.float16`` -> ``"float16"``: how a model's precision is named in cache keys and tables."""
+    return str(dtype).removeprefix("torch.")
+
+
 def describe_model(model) -> dict:
     """What about a model decides its outputs, for cache keys: the weights (``weights_id``, else
     the spec), dtype, kind and image preprocessing, each where the model has it."""
@@ -58,9 +63,33 @@ class ImageTextModel(CacheIdentity, ABC):
     #: identifies the image preprocessing (resolution, normalisation); part of cache keys
     preprocess_id: str
 
+    #: the torch dtype the model computes in (set by each backend)
+    torch_dtype = None
+
+    @property
+    def dtype(self) -> str:
+        """The precision the model computes in, as a string (``"float32"``, ``"float16"``): fp16 and
+        fp32 scores differ in the digits that decide close caption/foil margins."""
+        return dtype_name(self.torch_dtype)
+
+    @property
+    def weights_id(self) -> str:
+        """The shared weights identity plus the precision, so that fp16 and fp32 results are never
+        reused for each other."""
+        return f"{CacheIdentity.weights_id.fget(self)}|{self.dtype}"
+
+    @weights_id.setter
+    def weights_id(self, value: str) -> None:
+        self._weights_id = value
+
     @property
     def has_embeddings(self) -> bool:
         return self.kind == "dual"
+
+    def text_token_ids(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
+        """The token ids the text side reads for each text, after the model's own truncation: two
+        texts with equal ids are the same input to the model."""
+        raise NotImplementedError(f"{type(self).__name__} does not expose its tokenisation")
 
     @abstractmethod
     def encode_images(self, images: Sequence[Image.Image], batch_size: int = 32,
@@ -94,6 +123,11 @@ class LanguageModel(CacheIdentity, ABC):
     #: placeholder marking the slot to fill in :meth:`fill_logprobs` contexts
     SLOT = "{slot}"
 
+    @property
+    def dtype(self) -> str:
+        """The precision of the model's weights, as a string (``"float32"``)."""
+        return dtype_name(self.model.dtype)
+
     @abstractmethod
     def fill_logprobs(self, contexts: Sequence[str], candidates: Sequence[str],
                       batch_size: int = 16, progress: bool = True) -> np.ndarray:
@@ -123,6 +157,11 @@ class TextToImageModel(CacheIdentity, ABC):
     """A text-to-image pipeline with one recorded seed per image."""
 
     spec: str
+
+    @property
+    def dtype(self) -> str:
+        """The precision of the pipeline's weights, as a string (``"float16"``)."""
+        return dtype_name(self.pipeline.dtype)
 
     @abstractmethod
     def generate(self, prompts: Sequence[str], seeds: Sequence[int], num_inference_steps: int = 50,

@@ -74,12 +74,13 @@ class _ImageTextBase(ImageTextModel):
     def __init__(self, spec: str, device: torch.device, dtype: torch.dtype, preprocess: str):
         self.spec = spec
         self.device = device
-        self.dtype = dtype
+        self.torch_dtype = dtype
         # the spec is part of the id: two checkpoints never share cached image features
         self.preprocess_id = f"{spec}|{preprocess}"
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(spec={self.spec!r}, kind={self.kind!r}, device={self.device.type})"
+        return (f"{type(self).__name__}(spec={self.spec!r}, kind={self.kind!r}, device={self.device.type}, "
+                f"dtype={self.dtype})")
 
 
 class DualEncoder(_ImageTextBase):
@@ -174,30 +175,85 @@ class PairwiseMatcher(_ImageTextBase):
 # --------------------------------------------------------------------------- open_clip
 
 
+def open_clip_architecture(model_name: str, pretrained: str | None) -> tuple[str, bool]:
+    """(architecture to build, force QuickGELU) for an open_clip name and pretrained tag.
+
+    A tag trained with QuickGELU (OpenAI's ``openai`` weights, the LAION-400M and MetaCLIP ViT
+    tags, ...; open_clip's registry marks them ``quick_gelu``) gets the QuickGELU architecture
+    whatever spelling the spec used: ``ViT-B-32/openai`` builds ``ViT-B-32-quickgelu``. open_clip
+    itself builds plain GELU for ``ViT-B-32/openai`` and only warns. A ``-quickgelu`` name with a
+    tag trained with GELU is a mismatch and raises.
+    """
+    import open_clip
+    from open_clip.pretrained import get_pretrained_cfg
+
+    if not pretrained or model_name.startswith(("hf-hub:", "local-dir:")):
+        return model_name, False
+    # open_clip registers QuickGELU tags under both names, GELU tags under the plain name only
+    tag_config = (get_pretrained_cfg(model_name, pretrained)
+                  or get_pretrained_cfg(model_name.removesuffix("-quickgelu"), pretrained))
+    if not tag_config:  # a checkpoint file: open_clip cannot say how it was trained
+        return model_name, False
+    trained_quick = bool(tag_config.get("quick_gelu", False))
+    named_quick = model_name.endswith("-quickgelu")
+    if named_quick and not trained_quick:
+        raise ValueError(f"{model_name}/{pretrained}: the {pretrained!r} weights were trained with GELU, "
+                         f"but {model_name!r} builds QuickGELU. Use {model_name.removesuffix('-quickgelu')}/{pretrained}.")
+    if trained_quick and not named_quick:
+        if f"{model_name}-quickgelu" in open_clip.list_models():
+            return f"{model_name}-quickgelu", False
+        return model_name, True  # no -quickgelu config shipped: force the activation instead
+    return model_name, False
+
+
 class OpenClipModel(DualEncoder):
-    """An open_clip model: a built-in architecture with a pretrained tag, or a saved directory."""
+    """An open_clip model: a built-in architecture with a pretrained tag, or a saved directory.
+
+    ``architecture`` is what was built (``ViT-B-32-quickgelu`` for ``ViT-B-32/openai``, see
+    :func:`open_clip_architecture`); ``quick_gelu`` whether its activation is QuickGELU.
+    """
 
     def __init__(self, spec: str, model_name: str, pretrained: str | None, device, dtype):
+        import warnings
+
         import open_clip
 
+        architecture, force_quick_gelu = open_clip_architecture(model_name, pretrained)
         precision = "fp16" if dtype == torch.float16 else "bf16" if dtype == torch.bfloat16 else "fp32"
-        model, _, preprocess = open_clip.create_model_and_transforms(
-            model_name, pretrained=pretrained, device=device, precision=precision)
+        with warnings.catch_warnings():
+            # open_clip only warns when the activation differs from the one the weights were
+            # trained with; here that can only be a bug, so it stops the load
+            warnings.filterwarnings("error", message=".*QuickGELU mismatch.*")
+            model, _, preprocess = open_clip.create_model_and_transforms(
+                architecture, pretrained=pretrained, device=device, precision=precision,
+                force_quick_gelu=force_quick_gelu)
         self.model = model.eval()
+        self.architecture = architecture + ("+force_quick_gelu" if force_quick_gelu else "")
+        self.quick_gelu = _uses_quick_gelu(model)
         self.transform = preprocess
-        self.tokenizer = open_clip.get_tokenizer(model_name)
+        self.tokenizer = open_clip.get_tokenizer(architecture)
         config = dict(open_clip.get_model_preprocess_cfg(model))
         self.embedding_dim = getattr(model.visual, "output_dim", None)
         super().__init__(spec, device, dtype, "open_clip:" + _describe(
             {key: tuple(value) if isinstance(value, list) else value for key, value in config.items()}))
+        # the activation is part of the weights' identity: GELU results are never reused for QuickGELU
+        self.weights_id = f"{spec}|{self.architecture}|quick_gelu={self.quick_gelu}"
 
     def _embed_images(self, images):
-        pixels = torch.stack([self.transform(image) for image in images]).to(self.device, self.dtype)
+        pixels = torch.stack([self.transform(image) for image in images]).to(self.device, self.torch_dtype)
         return self.model.encode_image(pixels)
 
     def _embed_texts(self, texts):
         tokens = self.tokenizer(texts).to(self.device)  # truncates to the context length
         return self.model.encode_text(tokens)
+
+    def text_token_ids(self, texts):
+        return [tuple(row) for row in self.tokenizer(_as_texts(texts)).tolist()]
+
+
+def _uses_quick_gelu(model: torch.nn.Module) -> bool:
+    """Whether any activation module of an open_clip model is QuickGELU."""
+    return any(type(module).__name__ == "QuickGELU" for module in model.modules())
 
 
 # --------------------------------------------------------------------------- Hugging Face
@@ -232,6 +288,11 @@ def _text_limit(tokenizer, max_positions: int | None, offset: int = 0) -> int | 
     return min(limits) if limits else None
 
 
+def _truncated_ids(tokenizer, texts: list[str], max_length: int | None) -> list[tuple[int, ...]]:
+    ids = tokenizer(texts, truncation=max_length is not None, max_length=max_length)["input_ids"]
+    return [tuple(row) for row in ids]
+
+
 class HFDualEncoder(DualEncoder):
     """CLIP, ALIGN, AltCLIP, CLIPSeg and GroupViT through ``get_image_features``/``get_text_features``."""
 
@@ -249,12 +310,15 @@ class HFDualEncoder(DualEncoder):
 
     def _embed_images(self, images):
         pixels = self.image_processor(images=images, return_tensors="pt")["pixel_values"]
-        return _features(self.model.get_image_features(pixel_values=pixels.to(self.device, self.dtype)))
+        return _features(self.model.get_image_features(pixel_values=pixels.to(self.device, self.torch_dtype)))
 
     def _embed_texts(self, texts):
         tokens = self.tokenizer(texts, padding=True, truncation=self.max_length is not None,
                                 max_length=self.max_length, return_tensors="pt").to(self.device)
         return _features(self.model.get_text_features(**tokens))
+
+    def text_token_ids(self, texts):
+        return _truncated_ids(self.tokenizer, _as_texts(texts), self.max_length)
 
 
 class HFPairwiseMatcher(PairwiseMatcher):
@@ -270,10 +334,13 @@ class HFPairwiseMatcher(PairwiseMatcher):
         self.logit_column = logit_column
         super().__init__(spec, device, dtype, _image_processor_id(self.processor.image_processor))
 
+    def text_token_ids(self, texts):
+        return _truncated_ids(self.processor.tokenizer, _as_texts(texts), self.max_length)
+
     def _match(self, images, texts):
         inputs = self.processor(images=images, text=texts, padding=True, truncation=self.max_length is not None,
                                 max_length=self.max_length, return_tensors="pt").to(self.device)
-        inputs["pixel_values"] = inputs["pixel_values"].to(self.dtype)
+        inputs["pixel_values"] = inputs["pixel_values"].to(self.torch_dtype)
         # ViLT draws image patches with torch.multinomial (a shuffle, or a subsample when the
         # config caps max_image_length): a fixed seed on a forked RNG makes scores repeatable
         # without touching the caller's random state
@@ -381,10 +448,15 @@ def _check_open_clip_name(spec: ModelSpec, model_name: str, pretrained: str | No
 
 
 def load_image_text_model(spec: str | ModelSpec, device=None, half: bool | None = None) -> ImageTextModel:
-    """Load a dual encoder or a pairwise matcher by spec (see :mod:`vlbias.models.spec`)."""
+    """Load a dual encoder or a pairwise matcher by spec (see :mod:`vlbias.models.spec`).
+
+    float32 unless ``half=True``, on every device: the released code of both CLIP papers ran
+    fp32, and markedness and ColorFoil decisions turn on cosine/logit margins that fp16 rounds
+    into ties. ``model.dtype`` names the precision and is part of every cache key.
+    """
     parsed = parse_spec(spec)
     device = resolve_device(device)
-    dtype = resolve_dtype(device, half)
+    dtype = resolve_dtype(device, bool(half))
     if parsed.source == "tiny":
         checkpoint = Path(locate(parsed))
         model = _load_directory(parsed, checkpoint, device, dtype)

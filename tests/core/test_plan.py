@@ -1,0 +1,64 @@
+"""Section 3 of issue 9: the offline preflight of a profile."""
+
+from pathlib import Path
+
+import pytest
+
+from vlbias import plan
+from vlbias.__main__ import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def no_data(tmp_path, monkeypatch):
+    monkeypatch.setenv("VLBIAS_DATA_DIR", str(tmp_path / "no-data"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return tmp_path
+
+
+def test_missing_data_exits_non_zero_with_download_instructions(no_data, capsys):
+    code = main(["plan", "--profile", "full", "--only", "01a_self_similarity", "--only", "01b_markedness",
+                 "--project-dir", str(ROOT)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "fairface (train) is missing" in out and "hf download HuggingFaceM4/FairFace" in out
+    assert out.count("hf download HuggingFaceM4/FairFace") == 1  # explained once, then "see above"
+    assert "ViT-B-32-quickgelu/openai (QuickGELU" in out and "ViT-B-32/laion2b_s34b_b79k (GELU)" in out
+    assert "86,744 image embeddings, cached by an earlier notebook" in out
+
+
+def test_present_data_and_known_models_pass(no_data, capsys):
+    code = main(["plan", "--profile", "full", "--only", "01a_self_similarity", "--set", "data_root=fixture",
+                 "--project-dir", str(ROOT)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "present" in out and "Ready:" in out
+
+
+def test_model_specs_are_resolved_or_reported():
+    assert plan.resolve_model("openai/clip-vit-base-patch32")["problem"] == ""
+    assert "not a hub id recorded" in plan.resolve_model("openai/clip-vit-base-patch23")["problem"]
+    assert "trained with GELU" in plan.resolve_model("ViT-B-32-quickgelu/laion2b_s34b_b79k")["problem"]
+    assert "unknown tag" in plan.resolve_model("ViT-B-32/opnai")["problem"]
+    assert plan.resolve_model("tiny:clip")["resolved"] == "tiny random fixture"
+
+
+def test_every_full_profile_hub_id_is_recorded():
+    plans = plan.make_plan("full", project_dir=ROOT)
+    hub = [row for p in plans for row in p.models if row["resolved"].startswith("hub id")]
+    assert hub and all(not row["problem"] for row in hub)
+
+
+def test_workload_and_timeouts():
+    from vlbias.t2i.bias import study_professions
+
+    assert plan.study_profession_count() == len(study_professions())
+    parameters = {"t2i_spec": "CompVis/stable-diffusion-v1-4", "images_per_profession": 100, "num_inference_steps": 50}
+    generation = plan._plan_notebook("04a_generation", parameters, timeout_s=1800, embedded=set())
+    images = plan.study_profession_count() * 100
+    expected = images * 50 / plan.THROUGHPUT["diffusion steps/s (512 px, fp16)"] / 3600
+    assert generation.gpu_hours == pytest.approx(expected)
+    assert not generation.timeout_ok and any("raise timeouts: 04a_generation" in p for p in generation.problems)
+    roomy = plan._plan_notebook("04a_generation", parameters, timeout_s=expected * 3600 * 2, embedded=set())
+    assert roomy.timeout_ok and not roomy.problems
