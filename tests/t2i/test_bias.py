@@ -108,3 +108,14 @@ def test_too_few_professions_with_a_person_give_a_clear_error():
     labels = labels_from_counts({"nurse": (0, 0, 4), "carpenter": (1, 3, 0), "lawyer": (0, 0, 2)})
     with pytest.raises(ValueError, match="annotator's prompts"):
         bootstrap_bias_scores(labels, REFERENCE, n_boot=10)
+
+
+@pytest.mark.parametrize("bad,message", [([0.2, np.nan, 0.4], "model_share has 1 row"),
+                                         ([0.2, 0.3, 0.4, 0.5], "one length"), ([20.0, 30.0, 40.0], "outside"),
+                                         ([], "at least")])
+def test_vrbs_and_spearman_refuse_bad_shares(bad, message):
+    from vlbias.t2i.bias import spearman, vrbs
+
+    for measure in (vrbs, spearman):
+        with pytest.raises(ValueError, match=message):
+            measure(bad, [0.1, 0.5, 0.9])

@@ -9,6 +9,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from ..models.base import LanguageModel
+from ..stats import finite_vector
 
 
 def pronoun_shares(model: LanguageModel, occupations: Sequence[str], templates: Sequence[str],
@@ -117,9 +118,9 @@ def amplification_slope(model_share, real_share, confidence: float = 0.95) -> di
     """
     from scipy import stats
 
-    x, y = np.asarray(real_share, dtype=float), np.asarray(model_share, dtype=float)
-    if x.size < 3:
-        raise ValueError(f"the slope interval needs at least 3 occupations, got {x.size}")
+    x, y = finite_vector(real_share, "real_share", 3), finite_vector(model_share, "model_share", 3)
+    if x.size != y.size:
+        raise ValueError(f"model_share and real_share must be of one length, got {y.size} and {x.size}")
     fit = stats.linregress(x, y)
     half = stats.t.ppf(0.5 + confidence / 2, x.size - 2) * fit.stderr
     return {"n": int(x.size), "slope": float(fit.slope), "slope_low": float(fit.slope - half),
@@ -323,7 +324,7 @@ def false_positive_rates(standard_scores, aave_scores, thresholds: Sequence[floa
     """
     from ..stats import wilson_interval
 
-    standard, aave = np.asarray(standard_scores, float), np.asarray(aave_scores, float)
+    standard, aave = finite_vector(standard_scores, "standard_scores"), finite_vector(aave_scores, "aave_scores")
     if standard.shape != aave.shape:
         raise ValueError("standard and AAVE scores must be paired (same length)")
     n = standard.size

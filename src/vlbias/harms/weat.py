@@ -21,27 +21,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..stats import finite_vector, unit_rows
+
 MAX_EXACT_PARTITIONS = 1_000_000
 MIN_MONTE_CARLO = 100_000
 
 
-def unit_rows(vectors) -> np.ndarray:
-    """Float64 rows scaled to unit length; a zero row is an error (its cosine is undefined)."""
-    x = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    if np.any(norms == 0):
-        raise ValueError("a vector of zeros has no cosine similarity; drop it (often an unknown word).")
-    return x / norms
+def association_scores(targets, A, B, names: tuple[str, str, str] = ("targets", "A", "B")) -> np.ndarray:
+    """s(w, A, B) for every row w of ``targets``: mean cosine with A minus mean cosine with B.
 
-
-def association_scores(targets, A, B) -> np.ndarray:
-    """s(w, A, B) for every row w of ``targets``: mean cosine with A minus mean cosine with B."""
-    t, a, b = unit_rows(targets), unit_rows(A), unit_rows(B)
+    Every set must be non-empty, finite, free of zero rows and of one dimension (errors name the set).
+    """
+    t = unit_rows(targets, names[0])
+    a = unit_rows(A, names[1], dim=t.shape[1])
+    b = unit_rows(B, names[2], dim=t.shape[1])
     return (t @ a.T).mean(axis=1) - (t @ b.T).mean(axis=1)
 
 
 def effect_size_from_scores(scores_x: np.ndarray, scores_y: np.ndarray) -> float:
     """Caliskan's d from association scores: difference of means over the pooled sample std."""
+    scores_x, scores_y = finite_vector(scores_x, "scores_x"), finite_vector(scores_y, "scores_y")
     pooled = np.concatenate([scores_x, scores_y])
     if pooled.size < 3:
         raise ValueError("the effect size needs at least 3 target words in X and Y together.")
@@ -50,7 +49,8 @@ def effect_size_from_scores(scores_x: np.ndarray, scores_y: np.ndarray) -> float
 
 def weat_effect_size(X, Y, A, B) -> float:
     """WEAT effect size d for arrays of vectors X, Y (targets) and A, B (attributes)."""
-    return effect_size_from_scores(association_scores(X, A, B), association_scores(Y, A, B))
+    return effect_size_from_scores(association_scores(X, A, B, ("X", "A", "B")),
+                                   association_scores(Y, A, B, ("Y", "A", "B")))
 
 
 def partition_count(n_x: int, n_y: int) -> int:
@@ -100,17 +100,19 @@ def weat_test(X, Y, A, B, n_permutations: int = MIN_MONTE_CARLO, max_exact: int 
     ``scipy.stats.permutation_test(..., permutation_type="independent", alternative="greater")``.
     A tiny relative tolerance counts ties that differ only by float rounding as ties.
     """
-    scores_x, scores_y = association_scores(X, A, B), association_scores(Y, A, B)
+    scores_x = association_scores(X, A, B, ("X", "A", "B"))
+    scores_y = association_scores(Y, A, B, ("Y", "A", "B"))
     return weat_test_from_scores(scores_x, scores_y, n_permutations, max_exact, seed)
 
 
 def weat_test_from_scores(scores_x: np.ndarray, scores_y: np.ndarray, n_permutations: int = MIN_MONTE_CARLO,
                           max_exact: int = MAX_EXACT_PARTITIONS, seed: int | None = 0) -> WeatResult:
     """:func:`weat_test` on precomputed association scores."""
-    scores_x, scores_y = np.asarray(scores_x, float), np.asarray(scores_y, float)
+    scores_x, scores_y = np.asarray(scores_x, float).ravel(), np.asarray(scores_y, float).ravel()
     n_x, n_y = scores_x.size, scores_y.size
     if n_x == 0 or n_y == 0:
         raise ValueError(f"both target sets need words, got |X|={n_x}, |Y|={n_y}.")
+    scores_x, scores_y = finite_vector(scores_x, "scores_x"), finite_vector(scores_y, "scores_y")
     scores = np.concatenate([scores_x, scores_y])
     total = scores.sum()
     statistic = 2 * scores_x.sum() - total

@@ -17,17 +17,28 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _stats
 
-from ..stats import self_similarity, wilson_interval
+from ..stats import finite_vector, self_similarity, wilson_interval
 
 NO_PERSON = "no person"
 
 
+def checked_shares(model_share, reference_share, min_size: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Two equally long 1-D vectors of finite shares in [0, 1]; errors name the argument."""
+    shares = {}
+    for name, values in (("model_share", model_share), ("reference_share", reference_share)):
+        values = finite_vector(values, name, min_size)
+        if np.any((values < 0) | (values > 1)):
+            raise ValueError(f"{name} holds values outside [0, 1]; shares are fractions, not percentages")
+        shares[name] = values
+    p, q = shares.values()
+    if p.shape != q.shape:
+        raise ValueError(f"model_share and reference_share must be of one length, got {p.size} and {q.size}")
+    return p, q
+
+
 def vrbs(model_share, reference_share) -> float:
     """Visual representation bias score: 1 - mean |P_model - P_reference| over professions."""
-    p = np.asarray(model_share, dtype=float)
-    q = np.asarray(reference_share, dtype=float)
-    if p.shape != q.shape or p.size == 0:
-        raise ValueError(f"shares must be non-empty and of one shape, got {p.shape} and {q.shape}")
+    p, q = checked_shares(model_share, reference_share)
     return float(1.0 - np.mean(np.abs(p - q)))
 
 
@@ -44,9 +55,7 @@ def reference_shares(name: str = "winobias_bls_female_share", column: str = "fem
 
 def spearman(model_share, reference_share) -> tuple[float, float]:
     """Spearman's ρ between two share vectors and its two-sided p-value (scipy)."""
-    p, q = np.asarray(model_share, float), np.asarray(reference_share, float)
-    if p.shape != q.shape or p.size < 3:
-        raise ValueError(f"Spearman's rho needs two equally long vectors of 3 or more, got {p.shape} and {q.shape}")
+    p, q = checked_shares(model_share, reference_share, min_size=3)
     result = _stats.spearmanr(p, q)
     return float(result.statistic), float(result.pvalue)
 
