@@ -149,31 +149,42 @@ def caliskan_tests() -> list[dict]:
 
 
 def run_weat_battery(embed, tests: list[dict], n_permutations: int = MIN_MONTE_CARLO,
-                     max_exact: int = MAX_EXACT_PARTITIONS, seed: int = 0, name: str = ""):
+                     max_exact: int = MAX_EXACT_PARTITIONS, seed: int = 0, name: str = "",
+                     min_found_share: float = 1.0):
     """One row per test: effect size, p-value, set sizes and the words ``embed`` could not find.
 
     ``embed(words) -> (vectors, found, missing)`` (e.g. :meth:`WordVectors.lookup`). A test whose
-    target or attribute set is left empty gets NaN and says why in ``note``.
+    target or attribute set is left empty gets NaN and says why in ``note``. ``words_missing``
+    counts the words lost to the vocabulary, ``found_share`` is the smallest share of a set that
+    was found, and ``complete`` is ``found_share >= min_found_share`` (by default: nothing lost):
+    an incomplete test measured other word sets than the published one and is not comparable with
+    it as an equal.
     """
     import pandas as pd
 
+    if not 0 < min_found_share <= 1:
+        raise ValueError(f"min_found_share must be in (0, 1], got {min_found_share}")
     rows = []
     for test in tests:
         looked_up = {key: embed(test[key]) for key in "XYAB"}
         missing = {key: looked_up[key][2] for key in "XYAB"}
+        found_share = min(len(looked_up[key][1]) / max(1, len(looked_up[key][1]) + len(missing[key])) for key in "XYAB")
         row = {"embeddings": name, "test": test["id"],
                "targets": f"{test['X_name']} vs {test['Y_name']}",
                "attributes": f"{test['A_name']} vs {test['B_name']}",
                **{f"n_{key}": len(looked_up[key][1]) for key in "XYAB"},
-               "missing": "; ".join(f"{key}: {', '.join(words)}" for key, words in missing.items() if words)}
+               "missing": "; ".join(f"{key}: {', '.join(words)}" for key, words in missing.items() if words),
+               "words_missing": sum(len(words) for words in missing.values()),
+               "found_share": found_share, "complete": found_share >= min_found_share}
         empty = [key for key in "XYAB" if len(looked_up[key][1]) == 0 or (key in "XY" and len(looked_up["X"][1]) + len(looked_up["Y"][1]) < 3)]
         if empty:
-            row.update(effect_size=np.nan, p_value=np.nan, exact=None,
+            row.update(effect_size=np.nan, p_value=np.nan, exact=None, complete=False,
                        note=f"not computed: too few words found in {', '.join(sorted(set(empty)))}")
         else:
             result = weat_test(*(looked_up[key][0] for key in "XYAB"), n_permutations=n_permutations,
                                max_exact=max_exact, seed=seed)
-            row.update(effect_size=result.effect_size, p_value=result.p_value, exact=result.exact, note="")
+            note = "" if row["complete"] else f"incomplete: {row['words_missing']} word(s) not in the vocabulary"
+            row.update(effect_size=result.effect_size, p_value=result.p_value, exact=result.exact, note=note)
         rows.append(row)
     return pd.DataFrame(rows)
 
