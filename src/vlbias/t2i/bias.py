@@ -148,6 +148,67 @@ def bootstrap_bias_scores(labels: pd.DataFrame, reference: pd.Series, target: st
     return pd.DataFrame(rows).set_index("measure")
 
 
+def paired_bootstrap_change(labels_a: pd.DataFrame, labels_b: pd.DataFrame, reference: pd.Series,
+                            target: str = "female", group: str = "profession", label: str = "perceived",
+                            pair: str = "seed", excluded: Sequence[str] = (NO_PERSON,), n_boot: int = 1000,
+                            confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Change of VRBS and Spearman's ρ from run a to run b (b − a), with a *paired* percentile bootstrap.
+
+    Two samplers run on the same jobs (same profession and seed, column ``pair``) share each image's
+    starting noise, so their images are paired. Each replicate resamples a profession's seeds once
+    and takes those seeds' images from both runs, so the change's interval keeps the pairing; two
+    independent intervals would ignore it and be far too wide (or, compared by overlap, wrong).
+    Professions scorable in both runs (a reference share, an image with a person in each) are used.
+    Returns one row per measure: ``a``, ``b``, ``change``, ``ci_low``, ``ci_high``, ``n_boot``.
+    """
+    keys = [group, pair]
+    for name, labels in (("labels_a", labels_a), ("labels_b", labels_b)):
+        missing = set(keys + [label]) - set(labels.columns)
+        if missing:
+            raise ValueError(f"{name} lacks the columns {sorted(missing)}")
+        if labels.duplicated(keys).any():
+            raise ValueError(f"{name} has several images per ({group}, {pair}); pairs need one each")
+    merged = labels_a[keys + [label]].merge(labels_b[keys + [label]], on=keys, how="outer", suffixes=("_a", "_b"),
+                                            indicator=True)
+    if (merged["_merge"] != "both").any():
+        raise ValueError(f"labels_a and labels_b must hold the same ({group}, {pair}) jobs: "
+                         f"{int((merged['_merge'] != 'both').sum())} image(s) have no partner")
+    tables = {run: compare_with_reference(generated_shares(labels, target, group, label, excluded), reference)
+              for run, labels in (("a", labels_a), ("b", labels_b))}
+    professions = tables["a"].index.intersection(tables["b"].index)
+    _scorable(tables["a"].loc[professions])
+    truth = tables["a"].loc[professions, "reference share"].to_numpy()
+    rng = np.random.default_rng(seed)
+    shares = {"a": np.empty((n_boot, len(professions))), "b": np.empty((n_boot, len(professions)))}
+    for column, profession in enumerate(professions):
+        rows = merged[merged[group] == profession]
+        draws = rng.integers(0, len(rows), size=(n_boot, len(rows)))  # the same seeds for both runs
+        for run in "ab":
+            perceived = rows[f"{label}_{run}"].to_numpy()
+            person = ~np.isin(perceived, list(excluded))
+            hits = (perceived == target)[draws].sum(axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                shares[run][:, column] = hits / person[draws].sum(axis=1)
+    changes = {"VRBS": [], "spearman_rho": []}
+    for share_a, share_b in zip(shares["a"], shares["b"]):
+        ok = np.isfinite(share_a) & np.isfinite(share_b)  # the same professions on both sides
+        changes["VRBS"].append(vrbs(share_b[ok], truth[ok]) - vrbs(share_a[ok], truth[ok]))
+        varies = ok.sum() >= 3 and np.ptp(truth[ok]) > 0 and np.ptp(share_a[ok]) > 0 and np.ptp(share_b[ok]) > 0
+        changes["spearman_rho"].append(spearman(share_b[ok], truth[ok])[0] - spearman(share_a[ok], truth[ok])[0]
+                                       if varies else np.nan)
+    estimates = {run: bias_scores(tables[run].loc[professions]) for run in "ab"}
+    tail = 100 * (1 - confidence) / 2
+    rows = []
+    for measure, values in changes.items():
+        values = np.asarray(values, float)
+        values = values[np.isfinite(values)]
+        low, high = np.percentile(values, [tail, 100 - tail]) if values.size else (np.nan, np.nan)
+        a, b = estimates["a"][measure], estimates["b"][measure]
+        rows.append({"measure": measure, "a": a, "b": b, "change": b - a, "ci_low": low, "ci_high": high,
+                     "n_boot": int(values.size)})
+    return pd.DataFrame(rows).set_index("measure")
+
+
 def classify_gaps(table: pd.DataFrame, parity: float = 0.5, tolerance: float = 0.0) -> pd.Series:
     """Name each profession's departure from its reference share.
 
