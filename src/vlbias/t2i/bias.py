@@ -137,15 +137,18 @@ def bootstrap_bias_scores(labels: pd.DataFrame, reference: pd.Series, target: st
         both_vary = ok.sum() >= 3 and np.ptp(replicate[ok]) > 0 and np.ptp(truth[ok]) > 0
         scores["spearman_rho"].append(spearman(replicate[ok], truth[ok])[0] if both_vary else np.nan)
     estimate = bias_scores(table)
-    tail = 100 * (1 - confidence) / 2
-    rows = []
-    for measure, values in scores.items():
-        values = np.asarray(values, float)
-        values = values[np.isfinite(values)]
-        low, high = np.percentile(values, [tail, 100 - tail]) if values.size else (np.nan, np.nan)
-        rows.append({"measure": measure, "estimate": estimate[measure], "ci_low": low, "ci_high": high,
-                     "n_boot": int(values.size)})
+    rows = [{"measure": measure, "estimate": estimate[measure], **percentile_interval(values, confidence)}
+            for measure, values in scores.items()]
     return pd.DataFrame(rows).set_index("measure")
+
+
+def percentile_interval(replicates, confidence: float) -> dict[str, float]:
+    """``ci_low``, ``ci_high`` (percentile interval of the finite replicates) and ``n_boot`` (how many)."""
+    values = np.asarray(replicates, float)
+    values = values[np.isfinite(values)]
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(values, [tail, 100 - tail]) if values.size else (np.nan, np.nan)
+    return {"ci_low": low, "ci_high": high, "n_boot": int(values.size)}
 
 
 def paired_bootstrap_change(labels_a: pd.DataFrame, labels_b: pd.DataFrame, reference: pd.Series,
@@ -197,15 +200,10 @@ def paired_bootstrap_change(labels_a: pd.DataFrame, labels_b: pd.DataFrame, refe
         changes["spearman_rho"].append(spearman(share_b[ok], truth[ok])[0] - spearman(share_a[ok], truth[ok])[0]
                                        if varies else np.nan)
     estimates = {run: bias_scores(tables[run].loc[professions]) for run in "ab"}
-    tail = 100 * (1 - confidence) / 2
     rows = []
     for measure, values in changes.items():
-        values = np.asarray(values, float)
-        values = values[np.isfinite(values)]
-        low, high = np.percentile(values, [tail, 100 - tail]) if values.size else (np.nan, np.nan)
         a, b = estimates["a"][measure], estimates["b"][measure]
-        rows.append({"measure": measure, "a": a, "b": b, "change": b - a, "ci_low": low, "ci_high": high,
-                     "n_boot": int(values.size)})
+        rows.append({"measure": measure, "a": a, "b": b, "change": b - a, **percentile_interval(values, confidence)})
     return pd.DataFrame(rows).set_index("measure")
 
 
