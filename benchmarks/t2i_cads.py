@@ -67,6 +67,31 @@ def images_per_second(model, steps: int, batch: int, repeats: int) -> float:
     return batch / best
 
 
+def hook_share(model, batch: int, repeats: int) -> tuple[float, float]:
+    """Seconds per call of the CADS hook alone and of one denoiser call it precedes (guided batch of
+    2·batch rows at t = 0.9, where CADS acts), each the best of ``repeats`` rounds, interleaved."""
+    from vlbias.t2i.cads import _ConditionAnnealer
+
+    pipeline, denoiser = model.pipeline, model.denoiser
+    pipeline._guidance_scale = 7.5
+    latent = denoiser.config.sample_size
+    latents = torch.randn(2 * batch, denoiser.config.in_channels, latent, latent)
+    condition = torch.randn(2 * batch, 77, denoiser.config.cross_attention_dim)
+    timestep = torch.tensor(900)
+    annealer = _ConditionAnnealer(pipeline, CADSConfig(tau1=0.0, tau2=1.0, noise_scale=0.25), list(range(batch)))
+    best_hook = best_denoiser = float("inf")
+    with torch.inference_mode():
+        for _ in range(repeats):
+            start = time.perf_counter()
+            denoiser(latents, timestep, encoder_hidden_states=condition)
+            best_denoiser = min(best_denoiser, time.perf_counter() - start)
+            for _ in range(20):
+                start = time.perf_counter()
+                annealer(denoiser, (latents, timestep), {"encoder_hidden_states": condition})
+                best_hook = min(best_hook, time.perf_counter() - start)
+    return best_hook, best_denoiser
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", default=["tiny", "small"], choices=["tiny", "small", "full"])
@@ -74,6 +99,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--hook-only", action="store_true",
+                        help="time the hook against one denoiser call instead of whole generations (robust on a busy machine)")
     args = parser.parse_args()
     if "full" in args.sizes and args.device == "cpu":
         raise SystemExit("the full-size pipeline is for a GPU: pass --device cuda (CPU: --sizes tiny small)")
@@ -82,6 +109,12 @@ def main() -> None:
                 "CADS every step": CADSConfig(tau1=0.0, tau2=1.0, noise_scale=0.25)}
     print(f"device {args.device}, {args.steps} steps, batch {args.batch}, best of {args.repeats}")
     print(f"{'pipeline':<8} {'sampler':<20} {'images/s':>9} {'overhead':>9}")
+    if args.hook_only:
+        for size in args.sizes:
+            hook, denoiser = hook_share(build(size, args.device), args.batch, args.repeats)
+            print(f"{size:<8} hook {1e3 * hook:.3f} ms, denoiser call {1e3 * denoiser:.1f} ms: "
+                  f"{hook / denoiser:+.2%} per annealed step")
+        return
     for size in args.sizes:
         base = build(size, args.device)
         models = {name: base if config is None else with_cads(base, config) for name, config in samplers.items()}

@@ -7,18 +7,70 @@ import numpy as np
 from scipy import stats as _stats
 
 
+def finite_rows(vectors, name: str, *, min_rows: int = 1, dim: int | None = None, dtype=np.float64) -> np.ndarray:
+    """``vectors`` as a 2-D array of finite numbers with at least ``min_rows`` rows (and ``dim``
+    columns if given); every failure is a ``ValueError`` that names the argument ``name``."""
+    x = np.asarray(vectors, dtype=dtype)
+    if x.ndim == 1:  # one vector, or an empty list
+        x = x[None] if x.size else x.reshape(0, dim or 0)
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (one vector per row), got shape {x.shape}")
+    if x.shape[0] < min_rows:
+        raise ValueError(f"{name} needs at least {min_rows} row(s), got {x.shape[0]} (an empty set? "
+                         "check that its words or images were found)")
+    if dim is not None and x.shape[1] != dim:
+        raise ValueError(f"{name} has vectors of dimension {x.shape[1]}, the others {dim}: "
+                         "embed everything with the same model")
+    bad = ~np.isfinite(x).all(axis=1)
+    if bad.any():
+        raise ValueError(f"{name} has {int(bad.sum())} row(s) with NaN or inf (first: row {int(np.argmax(bad))}); "
+                         "drop or recompute them")
+    return x
+
+
+def finite_vector(values, name: str, min_size: int = 1) -> np.ndarray:
+    """A 1-D float64 vector of at least ``min_size`` finite values; errors name the argument."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D vector, got shape {x.shape}")
+    return finite_rows(x.reshape(-1, 1), name, min_rows=min_size)[:, 0]
+
+
+def unit_rows(vectors, name: str = "vectors", dtype=np.float64, *, min_rows: int = 1,
+              dim: int | None = None) -> np.ndarray:
+    """Finite rows (:func:`finite_rows`) scaled to unit length, so cosines become dot products.
+
+    A zero row has no direction and is an error naming ``name``.
+    """
+    x = finite_rows(vectors, name, min_rows=min_rows, dim=dim, dtype=dtype)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    zero = norms[:, 0] == 0
+    if zero.any():
+        raise ValueError(f"{name} has {int(zero.sum())} row(s) of zeros (first: row {int(np.argmax(zero))}), "
+                         "which have no direction; drop them (often an unknown word or a blank image)")
+    return x / norms
+
+
 def wilson_interval(successes: int | np.ndarray, trials: int | np.ndarray, confidence: float = 0.95):
-    """Wilson score interval for a binomial proportion; returns (low, high)."""
+    """Wilson score interval for a binomial proportion; returns (low, high).
+
+    No trials, no proportion: where ``trials`` is 0 both ends are NaN. Counts must be finite
+    whole numbers with 0 <= successes <= trials.
+    """
     k = np.asarray(successes, dtype=float)
     n = np.asarray(trials, dtype=float)
+    if not (np.isfinite(k).all() and np.isfinite(n).all()):
+        raise ValueError("wilson_interval: successes and trials must be finite counts")
+    if np.any(k < 0) or np.any(k > n):
+        raise ValueError("wilson_interval: successes must lie in 0..trials")
     z = _stats.norm.ppf(0.5 + confidence / 2)
     with np.errstate(invalid="ignore", divide="ignore"):
         p = k / n
         centre = (p + z * z / (2 * n)) / (1 + z * z / n)
         half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     # exact at the edges (rounding would otherwise put the bound a hair inside the estimate)
-    low = np.where(k == 0, 0.0, np.clip(centre - half, 0.0, 1.0))
-    high = np.where(k == n, 1.0, np.clip(centre + half, 0.0, 1.0))
+    low = np.where(n == 0, np.nan, np.where(k == 0, 0.0, np.clip(centre - half, 0.0, 1.0)))
+    high = np.where(n == 0, np.nan, np.where(k == n, 1.0, np.clip(centre + half, 0.0, 1.0)))
     return (float(low), float(high)) if low.ndim == 0 else (low, high)
 
 
@@ -28,18 +80,6 @@ def accuracy_summary(correct, confidence: float = 0.95) -> dict[str, float]:
     low, high = wilson_interval(int(correct.sum()), correct.size, confidence)
     return {"n": int(correct.size), "accuracy_%": 100 * float(correct.mean()) if correct.size else float("nan"),
             "ci_low_%": 100 * low, "ci_high_%": 100 * high}
-
-
-def unit_rows(vectors, dtype=np.float64) -> np.ndarray:
-    """Rows of ``vectors`` (one vector becomes one row) scaled to unit length, so that cosines become
-    dot products. A zero row is an error: its cosine is undefined (often an unknown word or a blank
-    image); drop it first."""
-    x = np.atleast_2d(np.asarray(vectors, dtype=dtype))
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    if np.any(norms == 0):
-        raise ValueError("a vector of zeros has no direction, so its cosine is undefined; drop it "
-                         "(often an unknown word or a blank embedding) before measuring cosines.")
-    return x / norms
 
 
 def permutation_p_value(hits: int, permutations: int) -> float:
@@ -63,10 +103,7 @@ def self_similarity(embeddings: np.ndarray) -> float:
     n(n-1) ordered pairs is (|S|^2 - n) / (n(n-1)). Rows are normalised here, so raw embeddings
     are fine.
     """
-    x = np.asarray(embeddings, dtype=np.float64)
+    x = unit_rows(embeddings, "embeddings", min_rows=2)
     n = x.shape[0]
-    if n < 2:
-        raise ValueError(f"self-similarity needs at least 2 embeddings, got {n}")
-    x = x / np.linalg.norm(x, axis=1, keepdims=True)
     total = x.sum(axis=0)
     return float((total @ total - n) / (n * (n - 1)))

@@ -110,6 +110,27 @@ def test_battery_reports_missing_words_and_skips_empty_sets():
     assert first.missing == "X: daisy" and first.n_X == 2  # "Rose" found as "rose"
     assert first.effect_size > 0 and first.exact
     assert np.isnan(second.effect_size) and "A" in second.note and "A: nothing" in second.missing
+    # a set that lost words is flagged: 2 of X's 3 words found, so not the published test
+    assert first.words_missing == 1 and first.found_share == pytest.approx(2 / 3)
+    assert not first.complete and "incomplete" in first.note and not second.complete
+    lenient = run_weat_battery(vectors.lookup, tests[:1], name="toy", min_found_share=0.6).iloc[0]
+    assert lenient.complete and lenient.note == ""
+
+
+def test_caliskan_word_lists_are_whole_words():
+    from vlbias.harms.weat import caliskan_tests
+
+    tests = {test["id"]: test for test in caliskan_tests()}
+    assert tests["WEAT10"]["B"][-1] == "failure"
+    # the paper's lists hold no stems: every word is in GloVe 6B's vocabulary, or is a name
+    from vlbias.harms.word_vectors import load_word_vectors
+
+    try:
+        vectors = load_word_vectors("glove-6b-50d")
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+    lost = {(test["id"], key): vectors.lookup(test[key])[2] for test in tests.values() for key in "AB"}
+    assert not any(lost.values()), lost
 
 
 def test_word2vec_binary_and_text_readers(tmp_path):
@@ -139,3 +160,29 @@ def test_sentence_encoder_mean_pools_unit_rows_and_batches_consistently():
     vectors, sentences, missing = sentence_embedder(encode, templates=("This is {}.", "{} is here."))(["nurse", "pilot"])
     assert sentences == ["This is nurse.", "nurse is here.", "This is pilot.", "pilot is here."] and missing == []
     assert vectors.shape[0] == 4
+
+
+def test_published_vector_files_are_read_from_the_data_folder(tmp_path, monkeypatch):
+    import yaml
+
+    from vlbias.harms.word_vectors import WORD_VECTOR_FILES, load_word_vectors
+
+    monkeypatch.setenv("VLBIAS_DATA_DIR", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=r"glove\.840B\.300d\.txt.*nlp\.stanford\.edu.*VLBIAS_DATA_DIR"):
+        load_word_vectors("glove-840b-300d")
+    with pytest.raises(FileNotFoundError, match="code.google.com/archive/p/word2vec"):
+        load_word_vectors("word2vec-googlenews-300d")
+    folder = tmp_path / "word_vectors"
+    folder.mkdir()
+    (folder / "glove.840B.300d.txt").write_text("He 1 0 0\nshe 0 1 0\n")
+    with open(folder / "GoogleNews-vectors-negative300.bin", "wb") as handle:
+        handle.write(b"1 3\nnurse " + np.array([0, 0, 1], dtype="<f4").tobytes())
+    glove, word2vec = load_word_vectors("glove-840b-300d"), load_word_vectors("word2vec-googlenews-300d")
+    assert glove.name == "glove-840b-300d" and glove.words == ["He", "she"]
+    assert word2vec.name == "word2vec-googlenews-300d" and word2vec.words == ["nurse"]
+    # the full profile measures on them first; the small vectors follow as a comparison
+    from pathlib import Path
+
+    full = yaml.safe_load((Path(__file__).parents[2] / "params" / "full.yml").read_text())
+    specs = full["notebooks"]["03b_weat"]["word_vector_specs"]
+    assert specs[:2] == list(WORD_VECTOR_FILES) and "glove-6b-50d" in specs[2:]

@@ -108,3 +108,55 @@ def test_too_few_professions_with_a_person_give_a_clear_error():
     labels = labels_from_counts({"nurse": (0, 0, 4), "carpenter": (1, 3, 0), "lawyer": (0, 0, 2)})
     with pytest.raises(ValueError, match="annotator's prompts"):
         bootstrap_bias_scores(labels, REFERENCE, n_boot=10)
+
+
+@pytest.mark.parametrize("bad,message", [([0.2, np.nan, 0.4], "model_share has 1 row"),
+                                         ([0.2, 0.3, 0.4, 0.5], "one length"), ([20.0, 30.0, 40.0], "outside"),
+                                         ([], "at least")])
+def test_vrbs_and_spearman_refuse_bad_shares(bad, message):
+    from vlbias.t2i.bias import spearman, vrbs
+
+    for measure in (vrbs, spearman):
+        with pytest.raises(ValueError, match=message):
+            measure(bad, [0.1, 0.5, 0.9])
+
+
+def seeded(labels: pd.DataFrame) -> pd.DataFrame:
+    return labels.assign(seed=labels.groupby("profession").cumcount())
+
+
+def test_paired_bootstrap_of_a_change_keeps_the_seeds_paired():
+    from vlbias.t2i.bias import bootstrap_bias_scores, paired_bootstrap_change
+
+    rng = np.random.default_rng(3)
+    professions = {name: rng.integers(2, 9) for name in ["nurse", "carpenter", "teacher", "lawyer"]}
+    a = seeded(labels_from_counts({name: (f, 10 - f, 0) for name, f in professions.items()}))
+    # identical runs: the change is exactly 0 in every replicate
+    same = paired_bootstrap_change(a, a.sample(frac=1, random_state=0), REFERENCE, n_boot=300)
+    assert (same[["change", "ci_low", "ci_high"]].to_numpy() == 0).all()
+    # planted: run b turns one male nurse image female (same seed), nothing else changes
+    b = a.copy()
+    flipped = b.index[(b.profession == "nurse") & (b.perceived == "male")][0]
+    b.loc[flipped, "perceived"] = "female"
+    reference = REFERENCE.copy()
+    reference["nurse"] = 1.0  # every female image more moves the nurse share towards it
+    change = paired_bootstrap_change(a, b, reference, n_boot=2000, seed=1)
+    table_a = compare_with_reference(generated_shares(a), reference)
+    table_b = compare_with_reference(generated_shares(b), reference)
+    expected = vrbs(table_b["generated share"], table_b["reference share"]) - vrbs(table_a["generated share"], table_a["reference share"])
+    assert change.loc["VRBS", "change"] == pytest.approx(expected) == pytest.approx(0.1 / 4)
+    low, high = change.loc["VRBS", ["ci_low", "ci_high"]]
+    # in every replicate b differs from a only where the flipped seed was drawn: never a loss
+    assert 0 <= low <= expected <= high
+    independent = bootstrap_bias_scores(a, reference, n_boot=2000, seed=1).loc["VRBS"]
+    assert high - low < (independent.ci_high - independent.ci_low) / 2  # pairing removes the shared noise
+
+
+def test_paired_bootstrap_refuses_unpaired_runs():
+    from vlbias.t2i.bias import paired_bootstrap_change
+
+    a = seeded(labels_from_counts(COUNTS))
+    with pytest.raises(ValueError, match="no partner"):
+        paired_bootstrap_change(a, a.iloc[1:], REFERENCE)
+    with pytest.raises(ValueError, match="lacks the columns"):
+        paired_bootstrap_change(a.drop(columns="seed"), a, REFERENCE)

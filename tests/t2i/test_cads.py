@@ -111,6 +111,31 @@ def test_every_step_sees_the_formula_under_guidance_including_the_first(sd, monk
     assert 0 < first_gamma < 1 and not torch.equal(seen[0][1], plain[0][1])
 
 
+def test_branch_both_anneals_the_unconditional_half_with_its_own_noise(sd, monkeypatch):
+    prompts, seeds = ["A photo of a nurse", "A photo of a plumber"], [7, 8]
+    config = CADSConfig(tau1=0.3, tau2=0.9, noise_scale=0.5, rescale=False, branch="both")
+    assert config.label().endswith(",branch=both)") and "branch" not in CADSConfig().label()
+    seen = spy_on_denoiser(sd, monkeypatch)
+    sd.generate(prompts, seeds, num_inference_steps=STEPS, batch_size=2, progress=False)
+    plain = list(seen)
+    seen.clear()
+    with_cads(sd, config).generate(prompts, seeds, num_inference_steps=STEPS, batch_size=2, progress=False)
+    generators = [torch.Generator().manual_seed(cads_noise_seed(s)) for s in seeds]
+    for (timestep, annealed), (_, original) in zip(seen, plain):
+        gamma = (0.9 - timestep / 1000) / 0.6 if timestep / 1000 > 0.3 else 1.0
+        if gamma == 1.0:
+            assert torch.equal(annealed, original)
+            continue
+        # per image: its unconditional row's noise is drawn first, then its conditional row's
+        draws = [(torch.randn(original.shape[1:], generator=g), torch.randn(original.shape[1:], generator=g))
+                 for g in generators]
+        noise = torch.stack([draws[0][0], draws[1][0], draws[0][1], draws[1][1]])
+        expected = math.sqrt(gamma) * original + 0.5 * math.sqrt(1 - gamma) * noise
+        assert torch.allclose(annealed, expected, atol=1e-6), timestep
+    with pytest.raises(ValueError, match="branch"):
+        CADSConfig(branch="uncond")
+
+
 def test_without_guidance_every_row_is_annealed(sd, monkeypatch):
     seen = spy_on_denoiser(sd, monkeypatch)
     sd.generate(["a"], [3], num_inference_steps=2, guidance_scale=1.0, progress=False)

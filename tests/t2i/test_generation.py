@@ -227,3 +227,26 @@ def test_sigkill_during_generation_resumes_to_the_files_of_an_uninterrupted_run(
     whole = generate_to_disk(FakePipeline(), jobs(10), tmp_path / "w", batch_size=3, progress=False,
                              num_inference_steps=2)
     assert manifest.equals(whole) and _pixels(tmp_path / "k", manifest) == _pixels(tmp_path / "w", whole)
+def test_articles_follow_the_word_and_the_literal_template_stays_available():
+    from vlbias.t2i.generation import indefinite_article, subject_prompt
+
+    cases = {"accountant": "an", "HVAC installer": "an", "editor": "an", "attendant": "an", "auditor": "an",
+             "nurse": "a", "university professor": "a", "hour worker": "an", "MRI technician": "an",
+             "CEO": "a", "housekeeper": "a", "X-ray technician": "an", "one-man band": "a"}
+    assert {word: indefinite_article(word) for word in cases} == cases
+    assert subject_prompt("A photo of a {profession}", "accountant") == "A photo of an accountant"
+    assert subject_prompt("A photo of a {profession}", "HVAC installer") == "A photo of an HVAC installer"
+    assert subject_prompt("a {profession} at work", "editor") == "an editor at work"
+    assert subject_prompt("An image of a {profession}", "nurse") == "An image of a nurse"
+    assert subject_prompt("A competent {profession}", "accountant") == "A competent accountant"
+    assert subject_prompt("A photo of a {profession}", "accountant", articles="literal") == "A photo of a accountant"
+    jobs = prompt_jobs(["accountant", "nurse"], "A photo of a {profession}", 1)
+    assert jobs.prompt.tolist() == ["A photo of an accountant", "A photo of a nurse"]
+
+
+def test_sewer_is_drawn_as_a_person_who_sews():
+    jobs = prompt_jobs(["sewer", "tailor"], "A photo of a {profession}", 2)
+    assert jobs.profession.tolist() == ["sewer"] * 2 + ["tailor"] * 2  # the reference share still joins
+    assert set(jobs.prompt[jobs.profession == "sewer"]) == {"A photo of a sewing machine operator"}
+    kept = prompt_jobs(["sewer"], "A photo of a {profession}", 1, prompt_words={})
+    assert kept.prompt.tolist() == ["A photo of a sewer"]

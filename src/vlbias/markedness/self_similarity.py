@@ -108,8 +108,10 @@ class GroupMoments:
         return float((self.total @ self.total - self.n) / (self.n * (self.n - 1)))
 
 
-def group_moments(unit: np.ndarray) -> GroupMoments:
-    x = np.asarray(unit, dtype=np.float64)
+def group_moments(vectors: np.ndarray) -> GroupMoments:
+    """Moments of the *unit* rows of ``vectors``: self-similarity is defined on directions, so raw
+    embeddings are normalised here (already-unit rows are unchanged up to rounding)."""
+    x = unit_rows(vectors, name="vectors")
     return GroupMoments(len(x), x.sum(axis=0), x.T @ x)
 
 
@@ -129,7 +131,18 @@ def cell_moments(records: pd.DataFrame, embeddings: np.ndarray,
 
 
 def _as_moments(unit_or_moments) -> GroupMoments:
-    return unit_or_moments if isinstance(unit_or_moments, GroupMoments) else group_moments(unit_or_moments)
+    """Moments of raw or unit vectors, or checked :class:`GroupMoments` (finite, of unit rows)."""
+    if not isinstance(unit_or_moments, GroupMoments):
+        return group_moments(unit_or_moments)
+    moments = unit_or_moments
+    if moments.n < 1:
+        raise ValueError("unit_or_moments: the moments of an empty group have no self-similarity")
+    if not (np.isfinite(moments.total).all() and np.isfinite(moments.second).all()):
+        raise ValueError("unit_or_moments: the moments hold NaN or inf; recompute them from finite embeddings")
+    # for unit rows trace(M) = sum |x_i|^2 = n; anything else means raw vectors went in
+    if abs(float(np.trace(moments.second)) - moments.n) > 1e-4 * moments.n:
+        raise ValueError("unit_or_moments: these moments are not of unit rows; build them with group_moments(vectors)")
+    return moments
 
 
 def balanced_moments(unit_or_moments, m: int) -> tuple[float, float]:
@@ -261,7 +274,7 @@ def self_similarity_table(records: pd.DataFrame, embeddings: np.ndarray, by: str
     rows = []
     for key, index in tqdm(groups.items(), desc=f"self-similarity by {'×'.join(keys)} ({estimator})",
                            disable=not progress, leave=False):
-        moments = group_cells[key] if group_cells is not None else group_moments(unit_rows(embeddings[index]))
+        moments = group_cells[key] if group_cells is not None else group_moments(embeddings[index])
         n = len(index)
         row = {**dict(zip(keys, key)), "n": n, "self_similarity": moments.self_similarity}
         if estimator == "balanced":

@@ -22,6 +22,22 @@ def is_unmarked(person_scores: np.ndarray, label_scores: np.ndarray) -> np.ndarr
     return person_scores > label_scores.max(axis=1)
 
 
+def checked_flags(unmarked, n_records: int, name: str = "unmarked") -> np.ndarray:
+    """``unmarked`` as booleans, one per record; NaN or values other than 0/1 are an error (a NaN
+    cast to bool is True, so a failed score would otherwise count as unmarked)."""
+    values = np.asarray(unmarked)
+    if values.shape != (n_records,):
+        raise ValueError(f"{name} must hold one flag per record ({n_records}), got shape {values.shape}")
+    if values.dtype != bool:
+        numeric = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float)
+        if not np.isin(numeric, (0.0, 1.0)).all():
+            bad = int((~np.isin(numeric, (0.0, 1.0))).sum())
+            raise ValueError(f"{name} has {bad} value(s) that are not True/False (NaN or missing scores?); "
+                             "drop those records or recompute their flags")
+        values = numeric.astype(bool)
+    return values
+
+
 def unmarked_flags(image_embeddings: np.ndarray, text_embed, prompts: dict[str, dict[str, str]] | None = None,
                    person_prompt: str = PERSON_PROMPT) -> pd.DataFrame:
     """One boolean column per family: is the image unmarked (person prompt beats every label)?
@@ -32,7 +48,8 @@ def unmarked_flags(image_embeddings: np.ndarray, text_embed, prompts: dict[str, 
     prompts = prompts or label_prompts()
     texts = list(dict.fromkeys([person_prompt] + [p for labels in prompts.values() for p in labels.values()]))
     column = {text: i for i, text in enumerate(texts)}
-    cosines = unit_rows(image_embeddings, np.float32) @ unit_rows(text_embed(texts), np.float32).T
+    images = unit_rows(image_embeddings, "image_embeddings", np.float32)
+    cosines = images @ unit_rows(text_embed(texts), "text embeddings", np.float32).T
     person = cosines[:, column[person_prompt]]
     return pd.DataFrame({family: is_unmarked(person, cosines[:, [column[p] for p in labels.values()]])
                          for family, labels in prompts.items()})
@@ -42,7 +59,7 @@ def unmarked_rates(records: pd.DataFrame, unmarked: np.ndarray, by: str, confide
     """Unmarked rate (percent) per group of ``records[by]``, with a Wilson interval."""
     from ..stats import wilson_interval
 
-    flags = pd.Series(np.asarray(unmarked, dtype=bool))
+    flags = pd.Series(checked_flags(unmarked, len(records)))
     grouped = flags.groupby(records[by].to_numpy())
     frame = pd.DataFrame({"n": grouped.size(), "unmarked": grouped.sum()}).rename_axis(by).reset_index()
     low, high = wilson_interval(frame["unmarked"].to_numpy(), frame["n"].to_numpy(), confidence)
@@ -64,9 +81,7 @@ def unmarked_table(records: pd.DataFrame, unmarked: np.ndarray, by: str | list[s
     from ..stats import wilson_interval
 
     keys = [by] if isinstance(by, str) else list(by)
-    flags = np.asarray(unmarked, dtype=bool)
-    if len(flags) != len(records):
-        raise ValueError(f"{len(records)} records but {len(flags)} flags")
+    flags = checked_flags(unmarked, len(records))
     groups = group_indices(records, keys)
     n = np.array([len(index) for index in groups.values()])
     k = np.array([int(flags[index].sum()) for index in groups.values()])

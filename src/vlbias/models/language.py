@@ -8,6 +8,8 @@ Conventions (the numbers in the book depend on them, so they are spelled out):
   ``▁she``; WordPiece needs none). Multi-token candidates raise ``ValueError`` rather than
   silently switching to a different estimator: use :meth:`sequence_logprob` (pseudo-log-
   likelihood) on the filled sentences instead.
+* **Causal context**: BOS + the text's tokens, except that text already opening with BOS (a
+  chat template's output) gets no second one (:meth:`HFLanguageModel.context_ids`).
 * **Causal ``fill_logprobs``**: ``log P(candidate tokens | BOS + text before the slot)``, summed
   over the candidate's tokens. A space before the slot moves into the candidate (``" she"``),
   as the tokenizer would have split the full sentence. Text *after* the slot is ignored; to
@@ -241,6 +243,19 @@ class HFLanguageModel(LanguageModel):
         bos = self.tokenizer.bos_token_id
         return [bos] if bos is not None else []
 
+    def context_ids(self, text: str) -> list[int]:
+        """What a causal LM conditions on for ``text``: BOS + its tokens, the one place this is built
+        (slot scoring, sequence scores and generation all use it).
+
+        Text that already opens with the BOS token, as a chat template's output does (SmolLM2's
+        BOS *is* ``<|im_start|>``; Llama's templates write ``<s>``), is not given a second one.
+        """
+        ids = self.encode(text)
+        prefix = self.causal_prefix()
+        if prefix and ids[:len(prefix)] == prefix:
+            return ids
+        return prefix + ids
+
     # ---- forward passes
 
     @torch.no_grad()
@@ -321,7 +336,7 @@ class HFLanguageModel(LanguageModel):
     def causal_slot_prefix(self, context: str) -> list[int]:
         """BOS + tokens of the text before the slot, without the space that precedes the slot."""
         before, _after = split_at_slot(context, self.SLOT)  # text after the slot is ignored
-        prefix = self.causal_prefix() + self.encode(before[:-1] if before.endswith(" ") else before)
+        prefix = self.context_ids(before[:-1] if before.endswith(" ") else before)
         if not prefix:
             raise ValueError(f"{self.spec!r} has no BOS token, so a slot at the very start of "
                              f"{context!r} cannot be scored.")
@@ -356,7 +371,7 @@ class HFLanguageModel(LanguageModel):
             return self.pseudo_log_likelihood(texts, batch_size, progress)
         pairs = []
         for text in texts:
-            ids = self.causal_prefix() + self.encode(text)
+            ids = self.context_ids(text)
             pairs.append((ids[:1], ids[1:]))  # without BOS the first token goes unscored
         return self.score_continuations(pairs, batch_size, progress, "sequence (causal)")
 
@@ -399,7 +414,7 @@ class HFLanguageModel(LanguageModel):
     def sample_batch(self, prompts: list[str], seeds: list[int], max_new_tokens: int,
                      temperature: float, top_p: float) -> list[str]:
         """Sample continuations of left-padded prompts, each row with its own generator."""
-        ids, mask = pad_left([self.causal_prefix() + self.encode(p) for p in prompts], self.pad_id)
+        ids, mask = pad_left([self.context_ids(p) for p in prompts], self.pad_id)
         if ids.shape[1] == 0:
             raise ValueError("Cannot generate from an empty prompt without a BOS token.")
         ids, mask = ids.to(self.device), mask.to(self.device)

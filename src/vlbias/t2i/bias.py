@@ -17,17 +17,28 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _stats
 
-from ..stats import self_similarity, wilson_interval
+from ..stats import finite_vector, self_similarity, wilson_interval
 
 NO_PERSON = "no person"
 
 
+def checked_shares(model_share, reference_share, min_size: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Two equally long 1-D vectors of finite shares in [0, 1]; errors name the argument."""
+    shares = {}
+    for name, values in (("model_share", model_share), ("reference_share", reference_share)):
+        values = finite_vector(values, name, min_size)
+        if np.any((values < 0) | (values > 1)):
+            raise ValueError(f"{name} holds values outside [0, 1]; shares are fractions, not percentages")
+        shares[name] = values
+    p, q = shares.values()
+    if p.shape != q.shape:
+        raise ValueError(f"model_share and reference_share must be of one length, got {p.size} and {q.size}")
+    return p, q
+
+
 def vrbs(model_share, reference_share) -> float:
     """Visual representation bias score: 1 - mean |P_model - P_reference| over professions."""
-    p = np.asarray(model_share, dtype=float)
-    q = np.asarray(reference_share, dtype=float)
-    if p.shape != q.shape or p.size == 0:
-        raise ValueError(f"shares must be non-empty and of one shape, got {p.shape} and {q.shape}")
+    p, q = checked_shares(model_share, reference_share)
     return float(1.0 - np.mean(np.abs(p - q)))
 
 
@@ -44,9 +55,7 @@ def reference_shares(name: str = "winobias_bls_female_share", column: str = "fem
 
 def spearman(model_share, reference_share) -> tuple[float, float]:
     """Spearman's ρ between two share vectors and its two-sided p-value (scipy)."""
-    p, q = np.asarray(model_share, float), np.asarray(reference_share, float)
-    if p.shape != q.shape or p.size < 3:
-        raise ValueError(f"Spearman's rho needs two equally long vectors of 3 or more, got {p.shape} and {q.shape}")
+    p, q = checked_shares(model_share, reference_share, min_size=3)
     result = _stats.spearmanr(p, q)
     return float(result.statistic), float(result.pvalue)
 
@@ -128,14 +137,73 @@ def bootstrap_bias_scores(labels: pd.DataFrame, reference: pd.Series, target: st
         both_vary = ok.sum() >= 3 and np.ptp(replicate[ok]) > 0 and np.ptp(truth[ok]) > 0
         scores["spearman_rho"].append(spearman(replicate[ok], truth[ok])[0] if both_vary else np.nan)
     estimate = bias_scores(table)
+    rows = [{"measure": measure, "estimate": estimate[measure], **percentile_interval(values, confidence)}
+            for measure, values in scores.items()]
+    return pd.DataFrame(rows).set_index("measure")
+
+
+def percentile_interval(replicates, confidence: float) -> dict[str, float]:
+    """``ci_low``, ``ci_high`` (percentile interval of the finite replicates) and ``n_boot`` (how many)."""
+    values = np.asarray(replicates, float)
+    values = values[np.isfinite(values)]
     tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(values, [tail, 100 - tail]) if values.size else (np.nan, np.nan)
+    return {"ci_low": low, "ci_high": high, "n_boot": int(values.size)}
+
+
+def paired_bootstrap_change(labels_a: pd.DataFrame, labels_b: pd.DataFrame, reference: pd.Series,
+                            target: str = "female", group: str = "profession", label: str = "perceived",
+                            pair: str = "seed", excluded: Sequence[str] = (NO_PERSON,), n_boot: int = 1000,
+                            confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Change of VRBS and Spearman's ρ from run a to run b (b − a), with a *paired* percentile bootstrap.
+
+    Two samplers run on the same jobs (same profession and seed, column ``pair``) share each image's
+    starting noise, so their images are paired. Each replicate resamples a profession's seeds once
+    and takes those seeds' images from both runs, so the change's interval keeps the pairing; two
+    independent intervals would ignore it and be far too wide (or, compared by overlap, wrong).
+    Professions scorable in both runs (a reference share, an image with a person in each) are used.
+    Returns one row per measure: ``a``, ``b``, ``change``, ``ci_low``, ``ci_high``, ``n_boot``.
+    """
+    keys = [group, pair]
+    for name, labels in (("labels_a", labels_a), ("labels_b", labels_b)):
+        missing = set(keys + [label]) - set(labels.columns)
+        if missing:
+            raise ValueError(f"{name} lacks the columns {sorted(missing)}")
+        if labels.duplicated(keys).any():
+            raise ValueError(f"{name} has several images per ({group}, {pair}); pairs need one each")
+    merged = labels_a[keys + [label]].merge(labels_b[keys + [label]], on=keys, how="outer", suffixes=("_a", "_b"),
+                                            indicator=True)
+    if (merged["_merge"] != "both").any():
+        raise ValueError(f"labels_a and labels_b must hold the same ({group}, {pair}) jobs: "
+                         f"{int((merged['_merge'] != 'both').sum())} image(s) have no partner")
+    tables = {run: compare_with_reference(generated_shares(labels, target, group, label, excluded), reference)
+              for run, labels in (("a", labels_a), ("b", labels_b))}
+    professions = tables["a"].index.intersection(tables["b"].index)
+    _scorable(tables["a"].loc[professions])
+    truth = tables["a"].loc[professions, "reference share"].to_numpy()
+    rng = np.random.default_rng(seed)
+    shares = {"a": np.empty((n_boot, len(professions))), "b": np.empty((n_boot, len(professions)))}
+    for column, profession in enumerate(professions):
+        rows = merged[merged[group] == profession]
+        draws = rng.integers(0, len(rows), size=(n_boot, len(rows)))  # the same seeds for both runs
+        for run in "ab":
+            perceived = rows[f"{label}_{run}"].to_numpy()
+            person = ~np.isin(perceived, list(excluded))
+            hits = (perceived == target)[draws].sum(axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                shares[run][:, column] = hits / person[draws].sum(axis=1)
+    changes = {"VRBS": [], "spearman_rho": []}
+    for share_a, share_b in zip(shares["a"], shares["b"]):
+        ok = np.isfinite(share_a) & np.isfinite(share_b)  # the same professions on both sides
+        changes["VRBS"].append(vrbs(share_b[ok], truth[ok]) - vrbs(share_a[ok], truth[ok]))
+        varies = ok.sum() >= 3 and np.ptp(truth[ok]) > 0 and np.ptp(share_a[ok]) > 0 and np.ptp(share_b[ok]) > 0
+        changes["spearman_rho"].append(spearman(share_b[ok], truth[ok])[0] - spearman(share_a[ok], truth[ok])[0]
+                                       if varies else np.nan)
+    estimates = {run: bias_scores(tables[run].loc[professions]) for run in "ab"}
     rows = []
-    for measure, values in scores.items():
-        values = np.asarray(values, float)
-        values = values[np.isfinite(values)]
-        low, high = np.percentile(values, [tail, 100 - tail]) if values.size else (np.nan, np.nan)
-        rows.append({"measure": measure, "estimate": estimate[measure], "ci_low": low, "ci_high": high,
-                     "n_boot": int(values.size)})
+    for measure, values in changes.items():
+        a, b = estimates["a"][measure], estimates["b"][measure]
+        rows.append({"measure": measure, "a": a, "b": b, "change": b - a, **percentile_interval(values, confidence)})
     return pd.DataFrame(rows).set_index("measure")
 
 

@@ -13,8 +13,9 @@ the mean and standard deviation of y, and the rescaled and raw versions are mixe
 Where it acts: a forward pre-hook on the denoiser (``pipeline.unet``) rewrites
 ``encoder_hidden_states`` on every call, the first step included (a step-end callback could only
 change the steps after it). Under classifier-free guidance diffusers' Stable Diffusion pipelines
-run one batch ``[unconditional; conditional]``: only the conditional half is annealed, the
-unconditional (empty-prompt) half stays as it is. Diffusion time is read from the timestep the
+run one batch ``[unconditional; conditional]``: by default only the conditional half is annealed
+and the unconditional (empty-prompt) half stays as it is; ``CADSConfig(branch="both")`` anneals
+both halves, each row with its own noise. Diffusion time is read from the timestep the
 pipeline passes to the denoiser, t = timestep / num_train_timesteps, so the schedule follows the
 scheduler's own timesteps (with few steps the first one may lie below 1: PNDM with 4 steps starts
 at t = 0.751).
@@ -46,6 +47,10 @@ from PIL import Image
 from ..models.base import TextToImageModel
 
 SCHEDULES = ("linear", "cosine")
+#: which half of a classifier-free-guidance batch is annealed: the conditional one (the paper's y;
+#: the unconditional half is the null condition, not a condition) or both (what community
+#: implementations such as sd-webui-cads do)
+BRANCHES = ("cond", "both")
 
 
 def cads_gamma(t, tau1: float, tau2: float, schedule: str = "linear"):
@@ -59,6 +64,13 @@ def cads_gamma(t, tau1: float, tau2: float, schedule: str = "linear"):
         raise ValueError(f"CADS needs tau1 <= tau2, got tau1={tau1}, tau2={tau2}")
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    if isinstance(t, float):  # the hook's case, once per denoiser call: no numpy round trip
+        if t <= tau1:
+            return 1.0
+        if t >= tau2:
+            return 0.0
+        ramp = (t - tau1) / (tau2 - tau1)
+        return 1.0 - ramp if schedule == "linear" else 0.5 * (1.0 + math.cos(math.pi * ramp))
     t_array = np.asarray(t, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         ramp = (t_array - tau1) / (tau2 - tau1) if tau2 > tau1 else np.ones_like(t_array)
@@ -80,10 +92,15 @@ def anneal_condition(y: torch.Tensor, gamma: float, noise: torch.Tensor, noise_s
     y32, n32 = y.float(), noise.to(y.device).float()
     annealed = math.sqrt(gamma) * y32 + noise_scale * math.sqrt(1.0 - gamma) * n32
     if rescale:
-        # row by row: a batched reduction sums in another order, and an image's pixels would
-        # then depend on the batch it ran in
-        rescaled = torch.stack([(row - row.mean()) / row.std() * original.std() + original.mean()
-                                for row, original in zip(annealed, y32)])
+        # per-row statistics accumulated in float64 and rounded to float32: a batched reduction may
+        # sum in a batch-dependent order, and float64 keeps that below float32's rounding, so an
+        # image does not depend on the batch it ran in (one vectorised pass instead of a loop per row)
+        dims = tuple(range(1, y32.dim()))
+        annealed64, y64 = annealed.double(), y32.double()
+        scale = (y64.std(dim=dims, keepdim=True) / annealed64.std(dim=dims, keepdim=True)).float()
+        shift = (y64.mean(dim=dims, keepdim=True)).float()
+        centre = annealed64.mean(dim=dims, keepdim=True).float()
+        rescaled = (annealed - centre) * scale + shift
         annealed = psi * rescaled + (1.0 - psi) * annealed
     return annealed.to(y.dtype)
 
@@ -91,7 +108,12 @@ def anneal_condition(y: torch.Tensor, gamma: float, noise: torch.Tensor, noise_s
 @dataclass(frozen=True)
 class CADSConfig:
     """CADS parameters with the paper's names: τ1 (``tau1``), τ2 (``tau2``), s (``noise_scale``),
-    ψ (``psi``) and whether to rescale. Defaults follow the paper's Stable Diffusion settings."""
+    ψ (``psi``) and whether to rescale. Defaults follow the paper's Stable Diffusion settings.
+
+    ``branch``: under classifier-free guidance, ``"cond"`` anneals only the conditional half (the
+    paper's formula corrupts the condition y; the unconditional half is the null prompt), ``"both"``
+    also the unconditional half, with its own noise (as community implementations do).
+    """
 
     tau1: float = 0.6
     tau2: float = 0.9
@@ -99,8 +121,12 @@ class CADSConfig:
     psi: float = 1.0
     rescale: bool = True
     schedule: str = "linear"
+    branch: str = "cond"
 
     def __post_init__(self):
+        if self.branch not in BRANCHES:
+            raise ValueError(f"branch must be one of {BRANCHES} (which guidance branch gets the noise), "
+                             f"got {self.branch!r}")
         cads_gamma(0.5, self.tau1, self.tau2, self.schedule)  # validates τ1 ≤ τ2 and the schedule
         if self.noise_scale < 0:
             raise ValueError(f"noise_scale s must be >= 0, got {self.noise_scale}")
@@ -118,7 +144,8 @@ class CADSConfig:
     def label(self) -> str:
         """Short text for specs, manifests and table rows."""
         return (f"cads(tau1={self.tau1:g},tau2={self.tau2:g},s={self.noise_scale:g},psi={self.psi:g},"
-                f"rescale={self.rescale},{self.schedule})")
+                f"rescale={self.rescale},{self.schedule}" + ("" if self.branch == "cond" else f",branch={self.branch}")
+                + ")")
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -191,16 +218,20 @@ class _ConditionAnnealer:
         self.trace.append((t, gamma))
         if self.config.is_off or gamma == 1.0:
             return None  # nothing to change: the call goes ahead untouched
-        rows = condition.shape[0] // 2 if self._guided() else condition.shape[0]
+        guided = self._guided()
+        rows = condition.shape[0] // 2 if guided else condition.shape[0]
         if rows != len(self.generators):
             raise ValueError(f"CADS was set up for {len(self.generators)} images but the denoiser got {rows} "
                              "conditional rows (one image per prompt is supported)")
-        conditional = condition[condition.shape[0] - rows:]
-        noise = torch.stack([torch.randn(conditional.shape[1:], generator=g, dtype=torch.float32)
-                             for g in self.generators])
-        annealed = anneal_condition(conditional, gamma, noise, self.config.noise_scale, self.config.psi,
+        halves = 2 if guided and self.config.branch == "both" else 1
+        kept = condition.shape[0] - halves * rows  # the unconditional half, unless it is annealed too
+        # each image's noise comes from its own generator (unconditional row first, when annealed)
+        draws = [[torch.randn(condition.shape[1:], generator=g, dtype=torch.float32) for _ in range(halves)]
+                 for g in self.generators]
+        noise = torch.stack([draws[image][half] for half in range(halves) for image in range(rows)])
+        annealed = anneal_condition(condition[kept:], gamma, noise, self.config.noise_scale, self.config.psi,
                                     self.config.rescale)
-        new_condition = torch.cat([condition[:condition.shape[0] - rows], annealed])
+        new_condition = torch.cat([condition[:kept], annealed]) if kept else annealed
         if "encoder_hidden_states" in kwargs:
             kwargs = {**kwargs, "encoder_hidden_states": new_condition}
         else:

@@ -30,17 +30,75 @@ from ..models.base import TextToImageModel
 MANIFEST = "manifest.csv"
 
 
+#: occupation words that name something else in an image prompt, with the prompt word used instead
+IMAGE_PROMPT_WORDS = {
+    # WinoBias's "sewer" is a person who sews (BLS: sewing machine operators); a text-to-image model
+    # reads "A photo of a sewer" as a drain
+    "sewer": "sewing machine operator",
+}
+
+# words whose first letter's sound is not what the letter suggests
+_VOWEL_SOUND_WORDS = ("hour", "honest", "honor", "honour", "heir")
+_CONSONANT_SOUND_PREFIXES = ("uni", "use", "usu", "uti", "uro", "eu", "ewe", "one", "once", "ubiq")
+_VOWEL_SOUND_LETTERS = set("AEFHILMNORSX")  # initialisms: "an HVAC installer", "an MRI technician"
+
+
+def indefinite_article(phrase: str) -> str:
+    """``"a"`` or ``"an"`` for the first word of ``phrase``, by its sound (spelled-out initialisms too)."""
+    word = phrase.strip().split(" ")[0] if phrase.strip() else ""
+    if not word:
+        raise ValueError("indefinite_article needs a word")
+    spelled = word.split("-")[0]
+    if spelled.isupper():  # read letter by letter: "HVAC", "X-ray"
+        return "an" if word[0] in _VOWEL_SOUND_LETTERS else "a"
+    lower = word.lower()
+    if lower.startswith(_VOWEL_SOUND_WORDS):
+        return "an"
+    if lower.startswith(_CONSONANT_SOUND_PREFIXES):
+        return "a"
+    return "an" if lower[0] in "aeiou" else "a"
+
+
+def subject_prompt(template: str, subject: str, field: str = "profession", articles: str = "follow",
+                   prompt_words: dict[str, str] | None = None) -> str:
+    """``template`` filled with ``subject``.
+
+    ``articles="follow"``: an ``a``/``an`` right before the placeholder agrees with the word put
+    there ("A photo of an accountant", "an HVAC installer"); ``"literal"`` keeps the template's
+    article as written (the source text's ``A photo of a {profession}`` read literally).
+    ``prompt_words`` maps subjects to the words drawn instead (default :data:`IMAGE_PROMPT_WORDS`).
+    """
+    import re
+
+    if articles not in ("follow", "literal"):
+        raise ValueError(f"articles must be 'follow' or 'literal', got {articles!r}")
+    placeholder = "{" + field + "}"
+    if placeholder not in template:
+        raise ValueError(f"template needs {placeholder}: {template!r}")
+    word = (IMAGE_PROMPT_WORDS if prompt_words is None else prompt_words).get(subject, subject)
+    if articles == "follow":
+        def agree(match):
+            article = indefinite_article(word)
+            return (article.capitalize() if match.group(1)[0].isupper() else article) + " " + placeholder
+        template = re.sub(r"\b([Aa]n?) " + re.escape(placeholder), agree, template)
+    return template.replace(placeholder, word)
+
+
 def prompt_jobs(subjects: list[str], template: str, per_subject: int, seed: int = 0,
-                field: str = "profession") -> pd.DataFrame:
-    """``per_subject`` jobs per subject with the prompt ``template.format(**{field: subject})``.
+                field: str = "profession", articles: str = "follow",
+                prompt_words: dict[str, str] | None = None) -> pd.DataFrame:
+    """``per_subject`` jobs per subject with the prompt :func:`subject_prompt` (``template`` filled
+    with the subject, the article agreeing with it unless ``articles="literal"``, ambiguous words
+    such as WinoBias's "sewer" replaced, see :data:`IMAGE_PROMPT_WORDS`; ``prompt_words={}`` keeps
+    every word).
 
     Seeds are ``seed * 1_000_000 + subject_index * 1_000 + k``: distinct for up to 1,000 images
     per subject, and a subject's seeds do not change when others are added after it.
     """
     if per_subject > 1_000:
         raise ValueError("per_subject is at most 1,000 with this seed layout")
-    return pd.DataFrame([{field: subject, "prompt": template.format(**{field: subject}),
-                          "seed": seed * 1_000_000 + i * 1_000 + k}
+    prompts = {subject: subject_prompt(template, subject, field, articles, prompt_words) for subject in subjects}
+    return pd.DataFrame([{field: subject, "prompt": prompts[subject], "seed": seed * 1_000_000 + i * 1_000 + k}
                          for i, subject in enumerate(subjects) for k in range(per_subject)])
 
 
