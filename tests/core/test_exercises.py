@@ -107,3 +107,17 @@ def test_math_is_served_from_the_bundled_mathjax(static_book):
     scripts = re.findall(r'<script[^>]+src="([^"]*mathjax[^"]*)"', page, flags=re.I)
     assert scripts and all(not s.startswith(("http:", "https:", "//")) for s in scripts), scripts
     assert (html / "book" / scripts[0]).resolve().is_file()
+
+
+def test_intro_and_every_part_page_say_what_the_measures_cannot_tell():
+    intro = (REPO / "book" / "intro.md").read_text(encoding="utf-8")
+    assert "## How this book uses social categories, and why" in intro
+    for phrase in ("seven race categories", "binary gender", "perceived", "self-identified",
+                   "reproduces the binary it measures", "not people"):
+        assert phrase in intro, phrase
+    for page in sorted((REPO / "book").glob("part?_*.md")):
+        if page.stem.endswith("_exercises"):
+            continue
+        text = page.read_text(encoding="utf-8")
+        assert "## What these measures cannot tell" in text, page.name
+        assert re.search(r"[Rr]esults describe (CLIP|models|these models|the model)", text), page.name
