@@ -88,14 +88,13 @@ INTERVAL_PAIRS = {
 
 
 def column_in_words(name: str) -> str:
-    """``unmarked_%`` → ``unmarked (%)``, ``detection_auroc`` → ``detection AUROC``."""
+    """``unmarked_%`` → ``unmarked (%)``, ``published accuracy_% (paper)`` → ``published accuracy (%)
+    (paper)``, ``detection_auroc`` → ``detection AUROC``."""
     if not isinstance(name, str):
         return name
     if name in COLUMN_WORDS:
         return COLUMN_WORDS[name]
-    percent = name.endswith("_%")
-    words = (name[:-2] if percent else name).replace("_", " ").strip()
-    return f"{words} (%)" if percent else words
+    return name.replace("_%", " (%)").replace("_", " ").strip()
 
 
 def readable(table: pd.DataFrame, decimals: int = 1, confidence: float = 0.95) -> pd.DataFrame:

@@ -37,5 +37,6 @@ def test_readable_puts_headers_in_words_and_joins_each_interval():
     assert shown["95% CI (%)"].tolist() == ["[16.8, 68.7]", "[4.6, 69.9]"]
     assert shown["unmarked (%)"].tolist() == [40.0, 25.0]  # values other than intervals unchanged
     assert list(table.columns)[3] == "ci_low_%"  # the caller's table is left as it was
+    assert book.column_in_words("published accuracy_% (paper)") == "published accuracy (%) (paper)"
     fractions = pd.DataFrame({"ci_low": [0.1, float("nan")], "ci_high": [0.3, 0.2]})
     assert book.readable(fractions, decimals=2, confidence=0.9).to_dict("list") == {"90% CI": ["[0.10, 0.30]", ""]}
