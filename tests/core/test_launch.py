@@ -62,3 +62,33 @@ def test_binder_builds_a_cpu_environment_from_the_pinned_stack_and_prepares_the_
     assert os.access(post_build, os.X_OK)
     assert "vlbias open" in post_build.read_text() and "--profile demo" in post_build.read_text()
     assert (binder / "runtime.txt").read_text().strip() == "python-3.11"
+
+
+def first_cells() -> dict[str, dict]:
+    import json
+
+    return {path.stem: json.loads(path.read_text(encoding="utf-8"))["cells"][0]
+            for path in sorted((REPO / "notebooks").glob("*.ipynb"))}
+
+
+def test_each_notebook_opens_with_a_colab_cell_for_the_configured_repository():
+    import yaml
+
+    repository = yaml.safe_load((REPO / "_config.yml").read_text())["repository"]
+    for name, cell in first_cells().items():
+        source = "".join(cell["source"])
+        assert cell["cell_type"] == "code" and source.startswith("# Colab only:"), name
+        assert f'"{repository["url"]}", "{repository.get("branch", "main")}"' in source, (
+            f"{name}: the Colab cell must clone _config.yml's repository.url and branch")
+        assert f'run_with_profile("{name}", "demo")' in source and "requirements-colab.txt" in source, name
+        assert "remove-cell" in cell["metadata"].get("tags", []), name
+
+
+def test_the_colab_cell_does_nothing_outside_colab():
+    import sys
+
+    assert "google.colab" not in sys.modules
+    for name, cell in first_cells().items():
+        namespace: dict = {}
+        exec(compile("".join(cell["source"]), name, "exec"), namespace)
+        assert set(namespace) - {"__builtins__"} == {"sys"}, name
