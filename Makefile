@@ -22,8 +22,11 @@ $(STAMP): requirements.txt requirements-nodeps.txt requirements-lock.txt pyproje
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
+# `make book SOLUTIONS=1`: the instructors' build, with the exercises' solutions shown
+SOLUTIONS ?= 0
+
 book: $(STAMP)
-	$(OFFLINE) $(PY) -m vlbias run --profile demo
+	$(OFFLINE) VLBIAS_SOLUTIONS=$(SOLUTIONS) $(PY) -m vlbias run --profile demo
 
 test: $(STAMP)
 	$(OFFLINE) $(PY) -m pytest

@@ -1,4 +1,4 @@
-"""Command line: ``python -m vlbias plan|run|build|list|tiny``."""
+"""Command line: ``python -m vlbias plan|run|build|list|open|tiny``."""
 
 from __future__ import annotations
 
@@ -37,6 +37,13 @@ def _parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="list notebooks and their parameters")
     listing.add_argument("--project-dir", type=Path, default=None)
 
+    opening = commands.add_parser("open", help="open a notebook in JupyterLab with a profile's parameters injected")
+    opening.add_argument("name", help="notebook (file stem), e.g. 01b_markedness")
+    opening.add_argument("--profile", default="demo")
+    opening.add_argument("--set", action="append", default=[], dest="assignments", metavar="KEY=VALUE")
+    opening.add_argument("--no-launch", action="store_true", help="only write work/NAME.PROFILE.ipynb")
+    opening.add_argument("--project-dir", type=Path, default=None)
+
     tiny = commands.add_parser("tiny", help="build the tiny: fixture checkpoints and print where they are")
     tiny.add_argument("names", nargs="*", help="tiny model names (default: all)")
     return parser
@@ -61,6 +68,11 @@ def main(argv: list[str] | None = None) -> int:
             for name, path in runner.list_notebooks(root).items():
                 print(f"{name}: {', '.join(sorted(runner.declared_parameters(path)))}")
             return 0
+        if args.command == "open":
+            from .open_notebook import open_notebook
+
+            return open_notebook(args.name, args.profile, args.assignments, args.project_dir,
+                                 launch=not args.no_launch)
         if args.command == "tiny":
             from .models import TINY_BUILDERS, _load_backends, tiny_checkpoint
 

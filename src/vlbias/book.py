@@ -1,4 +1,4 @@
-"""Small helpers for book pages: the profile banner and published-number tables."""
+"""Small helpers for book pages: the profile banner, published-number tables, headers in words."""
 
 from __future__ import annotations
 
@@ -84,3 +84,46 @@ def failures_box(failures: pd.DataFrame, what: str = "models") -> "object":
                     f"{html.escape(str(row.error))}</li>" for row in failures.itertuples())
     return HTML(f'<div class="admonition warning"><p class="admonition-title">{len(failures)} of the {what} '
                 f'failed; their rows are missing below</p><ul>{items}</ul></div>')
+#: column names of vlbias tables, in words for a reader (others: underscores become spaces)
+COLUMN_WORDS = {
+    "f1": "F1", "detection_auroc": "detection AUROC", "mean_margin": "mean margin",
+    "spearman_rho": "Spearman's ρ", "n": "n",
+}
+
+#: (low, high) column pairs shown as one interval column; the label's {level} is the confidence
+INTERVAL_PAIRS = {
+    ("ci_low_%", "ci_high_%"): "{level} CI (%)",
+    ("ci_low", "ci_high"): "{level} CI",
+    ("balanced_low_%", "balanced_high_%"): "balanced {level} CI (%)",
+}
+
+
+def column_in_words(name: str) -> str:
+    """``unmarked_%`` → ``unmarked (%)``, ``published accuracy_% (paper)`` → ``published accuracy (%)
+    (paper)``, ``detection_auroc`` → ``detection AUROC``."""
+    if not isinstance(name, str):
+        return name
+    if name in COLUMN_WORDS:
+        return COLUMN_WORDS[name]
+    return name.replace("_%", " (%)").replace("_", " ").strip()
+
+
+def readable(table: pd.DataFrame, decimals: int = 1, confidence: float = 0.95) -> pd.DataFrame:
+    """``table`` for a reader: headers in words and each (low, high) pair as one interval column.
+
+    The interval column, e.g. "95% CI (%)", holds "[low, high]" at ``decimals`` places, where
+    the pair's low column was; other values are unchanged (round them before, as the page needs).
+    """
+    shown = table.copy()
+    level = f"{confidence:.0%}" if round(confidence * 100, 6).is_integer() else f"{confidence:.1%}"
+    for (low, high), label in INTERVAL_PAIRS.items():
+        if low in shown.columns and high in shown.columns:
+            merged = [f"[{a:.{decimals}f}, {b:.{decimals}f}]" if pd.notna(a) and pd.notna(b) else ""
+                      for a, b in zip(shown[low], shown[high])]
+            position = shown.columns.get_loc(low)
+            shown = shown.drop(columns=[low, high])
+            shown.insert(position, label.format(level=level), merged)
+    shown.columns = [column_in_words(c) for c in shown.columns]
+    if shown.index.name:
+        shown.index.name = column_in_words(shown.index.name)
+    return shown

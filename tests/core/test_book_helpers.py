@@ -27,3 +27,16 @@ def test_beside_published_joins_and_keeps_both_stated_values():
 def test_published_tables_carry_their_source():
     table = book.published("markedness_wolfe2022")
     assert "Wolfe" in table.attrs["source"] and {"measure", "value"} <= set(table.columns)
+
+
+def test_readable_puts_headers_in_words_and_joins_each_interval():
+    table = pd.DataFrame({"race": ["White", "Black"], "n": [10, 4], "unmarked_%": [40.0, 25.0],
+                          "ci_low_%": [16.82, 4.56], "ci_high_%": [68.73, 69.94], "detection_auroc": [0.5, 0.7]})
+    shown = book.readable(table)
+    assert list(shown.columns) == ["race", "n", "unmarked (%)", "95% CI (%)", "detection AUROC"]
+    assert shown["95% CI (%)"].tolist() == ["[16.8, 68.7]", "[4.6, 69.9]"]
+    assert shown["unmarked (%)"].tolist() == [40.0, 25.0]  # values other than intervals unchanged
+    assert list(table.columns)[3] == "ci_low_%"  # the caller's table is left as it was
+    assert book.column_in_words("published accuracy_% (paper)") == "published accuracy (%) (paper)"
+    fractions = pd.DataFrame({"ci_low": [0.1, float("nan")], "ci_high": [0.3, 0.2]})
+    assert book.readable(fractions, decimals=2, confidence=0.9).to_dict("list") == {"90% CI": ["[0.10, 0.30]", ""]}

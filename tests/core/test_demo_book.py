@@ -46,12 +46,28 @@ def test_network_guard_refuses_and_records(tmp_path):
     assert "93.184.216.34" in (tmp_path / "network.log").read_text()
 
 
-@pytest.mark.slow
-def test_demo_book_builds_offline(tmp_path):
+@pytest.fixture(scope="module")
+def demo_build(tmp_path_factory):
+    """The whole demo profile run once in a copy of the repository: (tmp folder, project, process result)."""
+    tmp_path = tmp_path_factory.mktemp("demo-book")
     project = copy_repository(tmp_path / "repo")
     env = guarded_env(tmp_path)
     result = subprocess.run([sys.executable, "-m", "vlbias", "run", "--profile", "demo", "--timeout", "600"],
                             cwd=project, env=env, capture_output=True, text=True, timeout=1500)
+    return tmp_path, project, result
+
+
+@pytest.fixture(scope="module")
+def demo_book_html(demo_build):
+    """The built demo book's HTML folder (the build must have succeeded)."""
+    _, project, result = demo_build
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    return project / "_build" / "html"
+
+
+@pytest.mark.slow
+def test_demo_book_builds_offline(demo_build):
+    tmp_path, project, result = demo_build
     log = result.stdout[-6000:] + result.stderr[-3000:]
     assert result.returncode == 0, log
     warnings = [line for line in (result.stdout + result.stderr).splitlines() if "WARNING:" in line]
@@ -71,3 +87,10 @@ def test_demo_book_builds_offline(tmp_path):
         assert "Traceback" not in text and "Error" not in text.split("</h1>")[0], name
         assert "<img" in text, f"{name}: no figure"
     assert list((html / "_images").glob("*.png")), "no figure images in the book"
+
+
+@pytest.mark.slow
+def test_demo_book_reads_right_in_a_browser(demo_book_html, browser_check):
+    problems, counts = browser_check(demo_book_html, solutions=False)
+    assert not problems, "\n".join(problems)
+    assert counts["images"] > counts["notebook pages"] * 2, counts  # the figures, beyond the launch icons

@@ -1,0 +1,46 @@
+"""Sphinx hooks of the book (Jupyter Book ``local_extensions``).
+
+- Solutions: hidden in the students' build; ``VLBIAS_SOLUTIONS=1`` (``make book SOLUTIONS=1``)
+  shows them, for instructors. sphinx-exercise's ``hide_solutions`` does the work.
+- Launch buttons: pages are the executed copies under ``book/generated/`` (git-ignored), so the
+  theme's Binder and Colab links would open nothing; they are pointed at the source notebook
+  ``notebooks/NAME.ipynb`` in the repository instead.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: where the runner writes executed notebooks (vlbias.runner.GENERATED_DIR) and where their sources are
+EXECUTED_PREFIX = "book/generated/"
+SOURCE_PREFIX = "notebooks/"
+
+
+def solutions_requested(environ=os.environ) -> bool:
+    return environ.get("VLBIAS_SOLUTIONS", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def set_solution_visibility(app, config) -> None:
+    config.hide_solutions = not solutions_requested()
+
+
+def source_notebook_url(url: str) -> str:
+    """A launch URL for an executed page, rewritten to open the page's source notebook."""
+    return url.replace(EXECUTED_PREFIX, SOURCE_PREFIX)
+
+
+def point_launch_buttons_at_sources(app, pagename, templatename, context, doctree) -> None:
+    if not pagename.startswith(EXECUTED_PREFIX):
+        return
+    for button in context.get("header_buttons", []):
+        if button.get("label") == "launch-buttons":
+            for link in button.get("buttons", []):
+                if "url" in link:
+                    link["url"] = source_notebook_url(link["url"])
+
+
+def setup(app):
+    app.connect("config-inited", set_solution_visibility)
+    # after sphinx-book-theme's add_launch_buttons (priority 501)
+    app.connect("html-page-context", point_launch_buttons_at_sources, priority=502)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
