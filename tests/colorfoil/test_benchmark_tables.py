@@ -27,13 +27,14 @@ def test_evaluation_table_has_one_row_per_model_dataset_and_foil_count():
 
 
 def test_counts_beside_published_pairs_each_count_with_the_papers():
-    counts = {"coco": {"captions considered": 5000, "with a colour word (whole word, ours)": 2480,
+    counts = {"coco": {"images": 5000, "with a colour word (whole word, ours)": 2480,
                        "benchmark pairs": 2480, "pairs with 4 distinct foils": 2100},
               "flickr30k": {"captions considered": 1000, "benchmark pairs": 420}}
     table = cf.counts_beside_published(counts, published("colorfoil_counts_samin2024"))
     assert table.columns.tolist() == ["coco (ours)", "coco (published)", "flickr30k (ours)", "flickr30k (published)"]
-    assert table.loc["captions considered", "coco (ours)"] == 5000
-    assert table.loc["captions considered", "coco (published)"] == 5000
+    assert table.loc["images", "coco (ours)"] == 5000
+    # the paper counts one caption per image: its 5,000 image-caption pairs sit beside our images
+    assert table.loc["images", "coco (published)"] == 5000
     assert table.loc["with a colour word (whole word, ours)", "coco (published)"] == 2511
     assert table.loc["benchmark pairs", "coco (published)"] == 2507
     assert table.loc["benchmark pairs", "flickr30k (published)"] == 2500

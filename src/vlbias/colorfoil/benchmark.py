@@ -428,7 +428,7 @@ def truncated_foils(model, benchmark: pd.DataFrame, max_foils: int = 4) -> np.nd
     distinct = list(dict.fromkeys(captions + [f for row in foils for f in row]))
     try:
         ids = dict(zip(distinct, model.text_token_ids(distinct)))
-    except NotImplementedError:  # a model that does not expose its tokens: taken to read them whole
+    except (NotImplementedError, AttributeError):  # a model that does not expose its tokens: taken to read them whole
         return flags
     for row, (caption, row_foils) in enumerate(zip(captions, foils)):
         for j, foil in enumerate(row_foils):

@@ -70,13 +70,18 @@ class ImageTextModel(CacheIdentity, ABC):
     def dtype(self) -> str:
         """The precision the model computes in, as a string (``"float32"``, ``"float16"``): fp16 and
         fp32 scores differ in the digits that decide close caption/foil margins."""
-        return dtype_name(self.torch_dtype)
+        return None if self.torch_dtype is None else dtype_name(self.torch_dtype)
+
+    @dtype.setter
+    def dtype(self, value) -> None:
+        self.torch_dtype = value
 
     @property
     def weights_id(self) -> str:
         """The shared weights identity plus the precision, so that fp16 and fp32 results are never
         reused for each other."""
-        return f"{CacheIdentity.weights_id.fget(self)}|{self.dtype}"
+        shared = CacheIdentity.weights_id.fget(self)
+        return shared if self.dtype is None else f"{shared}|{self.dtype}"
 
     @weights_id.setter
     def weights_id(self, value: str) -> None:
