@@ -22,6 +22,7 @@ from ._batching import batches
 from .base import ImageTextModel
 from .spec import ModelSpec, parse_spec
 from .tiny import tiny_checkpoint
+from .trained import trained_checkpoint
 
 
 class ModelUnavailableError(OSError):
@@ -389,8 +390,8 @@ def load_image_text_model(spec: str | ModelSpec, device=None, half: bool | None 
     parsed = parse_spec(spec)
     device = resolve_device(device)
     dtype = resolve_dtype(device, half)
-    if parsed.source == "tiny":
-        checkpoint = tiny_checkpoint(parsed.name)
+    if parsed.source in ("tiny", "trained"):
+        checkpoint = tiny_checkpoint(parsed.name) if parsed.source == "tiny" else trained_checkpoint(parsed.name)
         model = _load_directory(parsed, checkpoint, device, dtype)
         model.weights_id = f"{parsed.raw}@{checkpoint.name}"  # a rebuilt fixture never reuses old caches
         return model
