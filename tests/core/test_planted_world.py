@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from vlbias.data import DatasetNotFoundError, list_datasets, load_dataset
-from vlbias.data.planted_world import world_parameters, world_root, write_world
+from vlbias.data.planted_world import spread_shares, world_parameters, world_root, write_world
 
 SHARES = {"circle": 0.1, "star": 0.5, "heart": 0.9}
 
@@ -101,3 +101,10 @@ def test_bad_input_names_the_argument(tmp_path):
         load_dataset("planted-world", root=tmp_path, split="validation")
     with pytest.raises(DatasetNotFoundError, match="write_world"):
         load_dataset("planted-world", root=tmp_path / "empty", split="train")
+
+
+def test_share_spread_runs_evenly_around_one_half():
+    assert list(spread_shares(0.8).values()) == pytest.approx(np.linspace(0.1, 0.9, 12), abs=5e-4)
+    assert set(spread_shares(0.0).values()) == {0.5}
+    with pytest.raises(ValueError, match="spread must be in"):
+        spread_shares(1.5)

@@ -39,8 +39,17 @@ WORLD_VERSION = 1
 KINDS = ("circle", "square", "triangle", "diamond", "star", "cross", "ring", "hexagon", "crescent", "bar", "tee",
          "heart")
 COLOURS = {"red": (205, 40, 40), "blue": (40, 70, 205)}
+
+
+def spread_shares(spread: float = 0.8, kinds=KINDS) -> dict[str, float]:
+    """The first colour's share per kind, evenly from ``0.5 - spread/2`` to ``0.5 + spread/2`` (mean 50%)."""
+    if not 0 <= spread <= 1:
+        raise ValueError(f"spread must be in [0, 1] (0: every kind half and half), got {spread!r}")
+    return dict(zip(kinds, np.round(np.linspace(0.5 - spread / 2, 0.5 + spread / 2, len(kinds)), 3).tolist()))
+
+
 #: the first colour's share per kind: 10% to 90%, balanced over the kinds (mean 50%)
-DEFAULT_SHARES = dict(zip(KINDS, np.round(np.linspace(0.1, 0.9, len(KINDS)), 3).tolist()))
+DEFAULT_SHARES = spread_shares(0.8)
 CAPTION_TEMPLATE = "a photo of a {}"
 SPLITS = ("train", "test")
 _SPLIT_STREAMS = {"train": 1, "test": 2}  # picture seeds differ per split, captions per split too

@@ -6,5 +6,6 @@ from .self_similarity import unit_rows, self_similarity_by_group, subset_self_si
 from .unmarked import is_unmarked, unmarked_flags, unmarked_rates, unmarked_table, prompt_sensitivity  # noqa: F401
 from .significance import rate_gap_test, self_similarity_gap_test, headline_comparisons, rate_gap_table, self_similarity_gap_table  # noqa: F401
 from .published import published_as_unmarked, bounds_check, table4_counts  # noqa: F401
-from .plots import plot_by_age, plot_bars  # noqa: F401
+from .plots import plot_by_age, plot_bars, plot_unmarked_by_reporting_gap  # noqa: F401
 from .compare import family_summary, model_comparison  # noqa: F401
+from .controlled import world_prompts, world_unmarked_flags, rate_difference_interval, reporting_conditions, reporting_experiment  # noqa: F401
