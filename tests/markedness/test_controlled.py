@@ -60,9 +60,7 @@ def test_planted_signal_unmarked_gap_follows_the_reporting_gap():
     uniform reporting at 0.5 its interval holds zero.
     """
     from vlbias.data import load_dataset
-    from vlbias.data.planted_world import world_root
-
-    from vlbias.data.planted_world import spread_shares
+    from vlbias.data.planted_world import spread_shares, world_root
 
     conditions = reporting_conditions([0.1, 0.5, 0.9], others=0.9, uniform=0.5, share_spread=0.0)
     test = load_dataset("planted-world", root=world_root(shares=spread_shares(0.0)), split="test")

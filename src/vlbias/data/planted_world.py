@@ -155,7 +155,7 @@ def _split_records(parameters: dict, split: str) -> tuple[pd.DataFrame, np.ndarr
     rows, pixels = [], []
     for kind in parameters["kinds"]:
         # exactly round(share * n) of the first colour, so every world holds its table to the image
-        n_first = int(round(parameters["shares"][kind] * per_kind))
+        n_first = round(parameters["shares"][kind] * per_kind)
         colours = np.array([first] * n_first + [second] * (per_kind - n_first))[pictures_rng.permutation(per_kind)]
         for colour in colours:
             pixels.append(draw_object(kind, str(colour), size, pictures_rng))

@@ -95,7 +95,8 @@ def reporting_experiment(conditions: pd.DataFrame, test, family: str = "colour",
     for label, spec in zip(conditions["condition"], conditions["spec"]):
         model = load_image_text_model(spec, device=device)
         images = embed_images(model, test, progress=False)
-        flags = world_unmarked_flags(records, images, lambda texts: embed_texts(model, texts, progress=False), family)
+        flags = world_unmarked_flags(records, images,
+                                     lambda texts, model=model: embed_texts(model, texts, progress=False), family)
         table = unmarked_rates(records, flags, family).assign(condition=label)
         rates.append(table)
         similarity.append(self_similarity_by_group(records, images, family).assign(condition=label))

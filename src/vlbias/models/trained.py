@@ -11,10 +11,13 @@ its ``seed``, which then loads through the same code as any saved checkpoint.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 from urllib.parse import parse_qsl
+
+import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -71,12 +74,8 @@ def trained_checkpoint(body: str) -> Path:
     return Path(recipe.build(**options))
 
 
-def training_summary(specs) -> "pd.DataFrame":
+def training_summary(specs) -> pd.DataFrame:
     """Per ``trained:`` spec: epochs, the last epoch's loss and the training time (training those not yet built)."""
-    import json
-
-    import pandas as pd
-
     rows = []
     for spec in specs:
         record = json.loads((trained_checkpoint(str(spec).removeprefix("trained:")) / "training.json").read_text())
