@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vlbias.markedness.controlled import (rate_difference_interval, reporting_conditions, reporting_experiment,
-                                          world_prompts, world_unmarked_flags)
+from vlbias.markedness.controlled import reporting_conditions, reporting_experiment, world_prompts, world_unmarked_flags
+from vlbias.stats import rate_difference_interval
 
 
 @pytest.mark.parametrize("counts, published", [

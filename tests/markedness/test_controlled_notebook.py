@@ -10,4 +10,3 @@ def test_controlled_markedness_notebook_runs(run_notebook):
     assert "Demo output" in html and images >= 2
     for column in ("unmarked_%", "gap_pp", "final_loss", "trained:world-clip?red_named=0.1"):
         assert column in html
-    assert "percentage points more often than blue ones" in html

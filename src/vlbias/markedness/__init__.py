@@ -8,4 +8,4 @@ from .significance import rate_gap_test, self_similarity_gap_test, headline_comp
 from .published import published_as_unmarked, bounds_check, table4_counts  # noqa: F401
 from .plots import plot_by_age, plot_bars, plot_unmarked_by_reporting_gap  # noqa: F401
 from .compare import family_summary, model_comparison  # noqa: F401
-from .controlled import world_prompts, world_unmarked_flags, rate_difference_interval, reporting_conditions, reporting_experiment  # noqa: F401
+from .controlled import world_prompts, world_unmarked_flags, reporting_conditions, reporting_experiment  # noqa: F401

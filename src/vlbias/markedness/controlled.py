@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..stats import rate_difference_interval
 from .self_similarity import self_similarity_by_group
 from .unmarked import unmarked_flags, unmarked_rates
 
@@ -39,21 +40,6 @@ def world_unmarked_flags(records: pd.DataFrame, image_embeddings: np.ndarray, te
         bare, prompts = world_prompts(kind, attributes, family)
         flags[index] = unmarked_flags(image_embeddings[index], text_embed, prompts, bare)[family].to_numpy()
     return flags
-
-
-def rate_difference_interval(k1, n1, k2, n2, confidence: float = 0.95) -> tuple[float, float, float]:
-    """Difference of two proportions ``k1/n1 - k2/n2`` with Newcombe's (1998) hybrid score interval.
-
-    The interval combines the two Wilson intervals (Newcombe's method 10), so it stays inside
-    [-1, 1] and keeps its coverage near 0 and 1, where the Wald interval does not.
-    """
-    from ..stats import wilson_interval
-
-    p1, p2 = k1 / n1, k2 / n2
-    (l1, u1), (l2, u2) = wilson_interval(k1, n1, confidence), wilson_interval(k2, n2, confidence)
-    difference = p1 - p2
-    return (difference, difference - np.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2),
-            difference + np.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2))
 
 
 def reporting_conditions(default_named: list[float], others: float = 0.9, uniform: float | None = 0.5,
