@@ -74,6 +74,19 @@ def wilson_interval(successes: int | np.ndarray, trials: int | np.ndarray, confi
     return (float(low), float(high)) if low.ndim == 0 else (low, high)
 
 
+def rate_difference_interval(k1, n1, k2, n2, confidence: float = 0.95) -> tuple[float, float, float]:
+    """Difference of two proportions ``k1/n1 - k2/n2`` with Newcombe's (1998) hybrid score interval.
+
+    The interval combines the two Wilson intervals (Newcombe's method 10), so it stays inside
+    [-1, 1] and keeps its coverage near 0 and 1, where the Wald interval does not.
+    """
+    p1, p2 = k1 / n1, k2 / n2
+    (l1, u1), (l2, u2) = wilson_interval(k1, n1, confidence), wilson_interval(k2, n2, confidence)
+    difference = p1 - p2
+    return (float(difference), float(difference - np.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)),
+            float(difference + np.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)))
+
+
 def accuracy_summary(correct, confidence: float = 0.95) -> dict[str, float]:
     """n, accuracy and its Wilson interval, in percent, for an array of booleans."""
     correct = np.asarray(correct, dtype=bool)

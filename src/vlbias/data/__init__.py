@@ -1,4 +1,5 @@
-"""Data sets as records plus lazily opened images: FairFace, COCO captions, Flickr30k (Karpathy).
+"""Data sets as records plus lazily opened images: FairFace, COCO captions, Flickr30k (Karpathy), and a
+generated world with planted biases (``planted-world``).
 
 ``load_dataset(name, root=None, split=None, **options)``; ``root="fixture"`` gives a small
 synthetic copy in the real on-disk format, so notebooks and tests run without the data.
@@ -9,7 +10,7 @@ from .registry import (DATASETS, fixture_root, list_datasets, load_dataset, regi
                        write_fixture)
 
 # Importing the modules fills the registries.
-from . import coco, fairface, fixtures, flickr30k  # noqa: E402,F401
+from . import coco, fairface, fixtures, flickr30k, planted_world  # noqa: E402,F401
 
 __all__ = [
     "DatasetNotFoundError", "ImageDataset", "LazyImages", "open_rgb", "DATASETS", "fixture_root",

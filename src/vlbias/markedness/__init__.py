@@ -6,5 +6,6 @@ from .self_similarity import self_similarity_by_group, subset_self_similarity, _
 from .unmarked import is_unmarked, unmarked_flags, unmarked_rates, unmarked_table, prompt_sensitivity, unmarked_by, unmarked_columns  # noqa: F401
 from .significance import rate_gap_test, self_similarity_gap_test, headline_comparisons, rate_gap_table, self_similarity_gap_table  # noqa: F401
 from .published import published_as_unmarked, bounds_check, table4_counts, styled_beside_published  # noqa: F401
-from .plots import plot_by_age, plot_bars, plot_family_bars, plot_families_by_age, plot_across  # noqa: F401
+from .plots import plot_by_age, plot_bars, plot_family_bars, plot_families_by_age, plot_across, plot_unmarked_by_reporting_gap  # noqa: F401
 from .compare import family_summary, model_comparison  # noqa: F401
+from .controlled import world_prompts, world_unmarked_flags, reporting_conditions, reporting_experiment  # noqa: F401

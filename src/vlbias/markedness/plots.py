@@ -125,3 +125,33 @@ def plot_across(table: pd.DataFrame, value: str, series: str, ylabel: str, title
         ax.tick_params(axis="x", rotation=60)
     axes[-1].legend(fontsize="small")
     return fig, axes
+def _sweep_and_control(ax, table: pd.DataFrame, value: str, low: str, high: str, colour: str, label: str) -> None:
+    """``value`` against the reporting gap with interval whiskers: the sweep as a line, the control as open squares."""
+    for control, part in table.groupby("control"):
+        part = part.sort_values("reporting_gap")
+        whiskers = np.clip([part[value] - part[low], part[high] - part[value]], 0, None)  # clip: ulp-level inversions
+        ax.errorbar(part["reporting_gap"] - 0.02 * control, part[value], yerr=whiskers, capsize=3, color=colour,
+                    marker="s" if control else "o", mfc="white" if control else colour,
+                    linestyle="none" if control else "-", label=label + (" (uniform control)" if control else ""))
+
+
+def plot_unmarked_by_reporting_gap(result: dict, family: str = "colour", axes=None):
+    """The controlled experiment in two panels: unmarked rate per colour (left) and the gap between
+    the colours (right) against the reporting gap, with their intervals; the uniform-reporting
+    control as open markers, drawn a little to the left. ``result``:
+    :func:`vlbias.markedness.controlled.reporting_experiment`'s."""
+    import matplotlib.pyplot as plt
+
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for colour, rows in result["rates"].groupby(family, sort=False):
+        _sweep_and_control(axes[0], rows, "unmarked_%", "ci_low_%", "ci_high_%", colour, f"{colour} pictures")
+    axes[0].set(xlabel="reporting gap (P named, other colour − P named, default colour)", ylabel="unmarked %",
+                title="Unmarked rate per colour")
+    _sweep_and_control(axes[1], result["gaps"], "gap_pp", "ci_low_pp", "ci_high_pp", "black", "reporting sweep")
+    axes[1].axhline(0, color="gray", linewidth=0.8)
+    axes[1].set(xlabel="reporting gap", ylabel="unmarked gap (percentage points)",
+                title="Default colour minus other colour")
+    for ax in axes:
+        ax.legend(fontsize="small")
+    return axes

@@ -22,6 +22,7 @@ from ..errors import ModelUnavailableError, is_unavailable
 from ._batching import batches
 from .base import ImageTextModel
 from .spec import ModelSpec, locate, parse_spec
+from .trained import trained_checkpoint
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -457,8 +458,8 @@ def load_image_text_model(spec: str | ModelSpec, device=None, half: bool | None 
     parsed = parse_spec(spec)
     device = resolve_device(device)
     dtype = resolve_dtype(device, bool(half))
-    if parsed.source == "tiny":
-        checkpoint = Path(locate(parsed))
+    if parsed.source in ("tiny", "trained"):
+        checkpoint = Path(locate(parsed)) if parsed.source == "tiny" else trained_checkpoint(parsed.name)
         model = _load_directory(parsed, checkpoint, device, dtype)
         model.weights_id = f"{parsed.raw}@{checkpoint.name}"  # a rebuilt fixture never reuses old caches
         return model

@@ -3,6 +3,7 @@
 Accepted forms::
 
     tiny:clip                     randomly initialised fixture, built once into the cache
+    trained:world-clip?red_named=0.1   a model trained in the book, built once into the cache
     open_clip:ViT-B-32/openai     open_clip model name and pretrained tag (prefix optional
     ViT-B-32/openai               when the name is an open_clip architecture)
     hf:openai/clip-vit-base-patch32   Hugging Face hub id (prefix optional)
@@ -23,8 +24,9 @@ from pathlib import Path
 class ModelSpec:
     """A parsed spec string.
 
-    ``source`` is one of ``"tiny"``, ``"open_clip"``, ``"hf"`` (hub id), ``"local"`` or ``"asset"``.
-    ``name`` is the tiny name, the open_clip architecture, the hub id, the directory or the asset name.
+    ``source`` is one of ``"tiny"``, ``"trained"``, ``"open_clip"``, ``"hf"`` (hub id), ``"local"`` or ``"asset"``.
+    ``name`` is the tiny name, the trained recipe with its options, the open_clip architecture, the hub id, the directory
+    or the asset name.
     ``tag`` is the open_clip pretrained tag (``None`` elsewhere).
     """
 
@@ -54,6 +56,8 @@ def parse_spec(spec: str | ModelSpec) -> ModelSpec:
     raw = spec.strip()
     if raw.startswith("tiny:"):
         return ModelSpec(raw, "tiny", raw[len("tiny:"):])
+    if raw.startswith("trained:"):
+        return ModelSpec(raw, "trained", raw[len("trained:"):])
     if raw.startswith("open_clip:"):
         body = raw[len("open_clip:"):]
         name, _, tag = body.partition("/")

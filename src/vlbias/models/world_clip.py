@@ -1,0 +1,48 @@
+"""``trained:world-clip``: the mini-CLIP trained on a planted world (:mod:`vlbias.data.planted_world`).
+
+The spec sets how often captions name each colour (``red_named``, ``blue_named``), how far the
+share of red per kind spreads around 50% (``share_spread``: 0.8 is the 10%-90% table, 0 makes
+every kind half red), the seed and the training length.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from ..data.base import sha256_hex
+from ..data.planted_world import COLOURS, spread_shares, world_parameters, world_root
+from ..paths import cache_dir
+from .mini_clip import MiniClipConfig, TrainingExamples, train_mini_clip
+from .trained import register_trained
+
+#: bump when the same options would train different weights
+WORLD_CLIP_VERSION = 1
+
+WORLD_CLIP_DEFAULTS = {**{f"{colour}_named": 0.9 for colour in COLOURS}, "share_spread": 0.8, "seed": 0, "epochs": 8,
+                       "batch_size": 64, "learning_rate": 1e-3, "train_per_kind": 200, "image_size": 32}
+
+
+@register_trained("world-clip", "image-text", WORLD_CLIP_DEFAULTS)
+def world_clip(share_spread: float, seed: int, epochs: int, batch_size: int, learning_rate: float, train_per_kind: int, image_size: int,
+               **named) -> Path:
+    """A mini-CLIP trained contrastively on a planted world's captions; captions with the same text are positives."""
+    from ..data import load_dataset
+
+    world = dict(shares=spread_shares(share_spread), named={key.removesuffix("_named"): value for key, value in named.items()},
+                 train_per_kind=train_per_kind, image_size=image_size, seed=seed)
+    config = MiniClipConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, width=64, layers=2, heads=2,
+                            patch_size=image_size // 4, projection_dim=32, seed=seed)
+    about = {"version": WORLD_CLIP_VERSION, "world": world_parameters(**world)}
+    key = sha256_hex(json.dumps({**about, "config": config.__dict__}, sort_keys=True))[:16]
+
+    def examples() -> TrainingExamples:
+        train = load_dataset("planted-world", root=world_root(**world), split="train")
+        captions = train.records["caption"]
+        return TrainingExamples(images=list(train.images()), captions=[[c] for c in captions],
+                                classes=pd.factorize(captions)[0])
+
+    return train_mini_clip(cache_dir() / "trained" / f"world-clip-{key}", examples, config, progress=False,
+                           about=about, description="training world-clip")

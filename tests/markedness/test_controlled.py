@@ -1,0 +1,73 @@
+"""Part I as a controlled experiment: the per-kind markedness call, the gap interval, and the planted signal."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vlbias.markedness.controlled import reporting_conditions, reporting_experiment, world_prompts, world_unmarked_flags
+from vlbias.stats import rate_difference_interval
+
+
+@pytest.mark.parametrize("counts, published", [
+    # Newcombe (1998), Stat. Med. 17:873-890, Table II, method 10 (score interval from Wilson, no correction)
+    ((56, 70, 48, 80), (0.0524, 0.3339)),
+    ((9, 10, 3, 10), (0.1705, 0.8090)),
+    ((6, 7, 2, 7), (0.0582, 0.8062)),
+    ((5, 56, 0, 29), (-0.0381, 0.1926)),
+])
+def test_gap_interval_matches_newcombes_worked_examples(counts, published):
+    difference, low, high = rate_difference_interval(*counts)
+    assert difference == pytest.approx(counts[0] / counts[1] - counts[2] / counts[3])
+    assert (low, high) == pytest.approx(published, abs=6e-5)
+
+
+def test_each_picture_is_judged_against_its_own_kinds_prompts():
+    # planted geometry: texts on the unit circle at known angles, images at known angles
+    angles = {"a photo of a circle": 0.0, "a photo of a red circle": 0.5, "a photo of a blue circle": -1.0,
+              "a photo of a star": 2.0, "a photo of a red star": 2.6, "a photo of a blue star": 1.7}
+
+    def text_embed(texts):
+        return np.array([[np.cos(angles[t]), np.sin(angles[t])] for t in texts])
+
+    records = pd.DataFrame({"kind": ["circle", "star", "circle", "star"], "colour": ["red", "blue", "blue", "red"]})
+    image_angles = np.array([0.1, 1.95, 0.4, 2.5])
+    images = np.stack([np.cos(image_angles), np.sin(image_angles)], axis=1)
+    flags = world_unmarked_flags(records, images, text_embed)
+    # by hand: unmarked iff the bare prompt is the nearest angle among the kind's three prompts
+    expected = []
+    for kind, angle in zip(records["kind"], image_angles):
+        bare, labelled = world_prompts(kind, ["blue", "red"])
+        distance = {t: abs(angle - angles[t]) for t in [bare, *labelled["colour"].values()]}
+        expected.append(min(distance, key=distance.get) == bare)
+    assert flags.tolist() == expected == [True, True, False, False]
+
+
+def test_conditions_name_the_reporting_gap():
+    conditions = reporting_conditions([0.1, 0.9], others=0.9, uniform=0.5, epochs=3)
+    assert conditions["reporting_gap"].tolist() == pytest.approx([0.8, 0.0, 0.0])
+    assert conditions["spec"].iloc[0] == "trained:world-clip?red_named=0.1&blue_named=0.9&seed=0&epochs=3"
+    assert conditions["control"].tolist() == [False, False, True]
+
+
+@pytest.mark.slow
+def test_planted_signal_unmarked_gap_follows_the_reporting_gap():
+    """The cause is planted: red goes unnamed more often, so red pictures become unmarked.
+
+    At the demo settings (every kind half red) the red-minus-blue unmarked gap grows with the
+    reporting gap, at the largest gap its interval lies above the interval at no gap, and under
+    uniform reporting at 0.5 its interval holds zero.
+    """
+    from vlbias.data import load_dataset
+    from vlbias.data.planted_world import spread_shares, world_root
+
+    conditions = reporting_conditions([0.1, 0.5, 0.9], others=0.9, uniform=0.5, share_spread=0.0)
+    test = load_dataset("planted-world", root=world_root(shares=spread_shares(0.0)), split="test")
+    result = reporting_experiment(conditions, test, device="cpu")
+    gaps = result["gaps"].set_index("condition")
+    sweep = gaps[~gaps["control"]].sort_values("reporting_gap")
+    assert sweep["gap_pp"].is_monotonic_increasing
+    assert sweep["ci_low_pp"].iloc[-1] > sweep["ci_high_pp"].iloc[0] and sweep["ci_low_pp"].iloc[-1] > 0
+    control = gaps[gaps["control"]].iloc[0]
+    assert control["ci_low_pp"] < 0 < control["ci_high_pp"]
