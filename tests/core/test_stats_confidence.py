@@ -44,7 +44,7 @@ def test_accuracy_summary_of_nothing_has_no_accuracy():
 def test_self_similarity_of_one_embedding_is_refused_with_the_count():
     from vlbias.stats import self_similarity
 
-    with pytest.raises(ValueError, match="at least 2 embeddings, got 1"):
+    with pytest.raises(ValueError, match=r"embeddings needs at least 2 row\(s\), got 1"):
         self_similarity(np.ones((1, 3)))
 
 

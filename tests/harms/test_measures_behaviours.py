@@ -55,8 +55,6 @@ def _classifier(directory, labels):
     (["non-toxic", "toxic"], 1),
     (["toxic", "neutral"], 0),
     (["neutral", "not offensive", "offensive"], 2),
-    (["normal", "hate speech", "abusive"], 1),
-    (["LABEL_0", "LABEL_1", "LABEL_2"], 1),        # no named label: index 1
 ])
 def test_toxicity_classifier_scores_the_toxic_label(tmp_path, labels, toxic):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -70,6 +68,16 @@ def test_toxicity_classifier_scores_the_toxic_label(tmp_path, labels, toxic):
         expected = [torch.softmax(model(**tokenizer([t], return_tensors="pt")).logits, -1)[0, toxic].item()
                     for t in texts]
     np.testing.assert_allclose(score, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("labels", [["normal", "hate speech", "abusive"], ["LABEL_0", "LABEL_1", "LABEL_2"]])
+def test_a_classifier_whose_toxic_label_is_ambiguous_asks_for_it(tmp_path, labels):
+    directory = _classifier(tmp_path / "clf", labels)
+    with pytest.raises(ValueError, match="pass toxic_label="):
+        harms.load_toxicity_classifier(str(directory), batch_size=2)(["a"])
+    # named explicitly, the chosen label's softmax probability is scored
+    score = harms.load_toxicity_classifier(str(directory), batch_size=2, toxic_label=labels[1])(["a"])
+    assert 0.0 < score[0] < 1.0
 
 
 class ChatTokenizer:
