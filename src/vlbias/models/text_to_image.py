@@ -1,4 +1,4 @@
-"""Text-to-image backend: diffusers pipelines (Stable Diffusion 1.x and its family).
+"""Text-to-image backend: diffusers pipelines (Stable Diffusion 1.x, 2.x, XL and 3).
 
 One image per (prompt, seed). Every image gets its own ``torch.Generator`` seeded with its
 seed, so image i depends only on ``prompts[i]`` and ``seeds[i]``, not on the batch it ran in
@@ -7,7 +7,7 @@ The generators live on the CPU: the initial noise for a seed is then the same on
 (diffusers draws it on the CPU and moves it), which makes recorded seeds portable.
 
 The wrapped pipeline is exposed as ``.pipeline`` so that later interventions (e.g. CADS,
-which anneals the text conditioning inside the denoising loop) can wrap ``pipeline.unet`` or
+which anneals the text conditioning inside the denoising loop) can hook ``.denoiser`` or
 pass step callbacks through ``generate(**pipeline_kwargs)``.
 """
 
@@ -49,8 +49,7 @@ def load_text_to_image(spec: str, device=None, half: bool | None = None,
         # The safety checker is switched off on purpose: it blacks out images it flags (and
         # flags people unevenly), which would bias the very demographic statistics we measure.
         # Not loading it also saves memory and time.
-        pipeline = DiffusionPipeline.from_pretrained(location, dtype=dtype, safety_checker=None,
-                                                     requires_safety_checker=False)
+        pipeline = DiffusionPipeline.from_pretrained(location, dtype=dtype, **_no_safety_checker(location))
     except (OSError, ValueError) as error:  # missing files, offline hub, unknown id
         raise ModelUnavailableError(
             f"Could not load text-to-image pipeline {spec!r}: {type(error).__name__}: {error}\n"
@@ -62,6 +61,24 @@ def load_text_to_image(spec: str, device=None, half: bool | None = None,
         pipeline.enable_attention_slicing()
     pipeline.set_progress_bar_config(disable=True)  # our own bar counts batches instead
     return DiffusersTextToImage(spec, pipeline)
+
+
+def _no_safety_checker(location: str) -> dict:
+    """The arguments that switch a pipeline's safety checker off. Pipelines without one (SDXL, SD 3)
+    would warn about arguments they do not take, so they are left out where the pipeline's
+    ``model_index.json`` is here (a local directory or the hub cache) and names no safety checker;
+    where it is not, they are passed, so that no checker is ever loaded by default."""
+    import json
+
+    from huggingface_hub import try_to_load_from_cache
+
+    index = Path(location) / "model_index.json"
+    if not index.is_file():
+        cached = try_to_load_from_cache(location, "model_index.json") if "/" in location else None
+        index = Path(cached) if isinstance(cached, str) else None
+    if index is not None and "safety_checker" not in json.loads(index.read_text(encoding="utf-8")):
+        return {}
+    return {"safety_checker": None, "requires_safety_checker": False}
 
 
 class DiffusersTextToImage(TextToImageModel):
@@ -76,7 +93,7 @@ class DiffusersTextToImage(TextToImageModel):
 
     @property
     def denoiser(self):
-        """The network called at every denoising step (``unet`` for SD 1.x): the place to hook
+        """The network called at every denoising step (``unet`` for SD 1.x/2.x/XL, ``transformer`` for SD 3): the place to hook
         interventions such as CADS, e.g. ``model.pipeline.unet = Wrapped(model.denoiser)``."""
         return getattr(self.pipeline, "unet", None) or getattr(self.pipeline, "transformer", None)
 
@@ -171,3 +188,87 @@ def build_tiny_sd(directory: Path) -> None:
     for path in tokenizer_dir.iterdir():  # the saved pipeline has its own tokenizer/ copy
         path.unlink()
     tokenizer_dir.rmdir()
+
+
+def _write_tiny_t5_tokenizer(directory: Path) -> "T5TokenizerFast":
+    """A T5-style tokenizer built offline: a ``tokenizers`` Unigram model over the book's prompt
+    words and single characters (T5's own special ids: ``<pad>`` 0, ``</s>`` 1, ``<unk>`` 2; every
+    sequence ends with ``</s>``), saved as ``tokenizer.json`` and wrapped by ``T5TokenizerFast``."""
+    import string
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast, T5TokenizerFast
+
+    from .tiny_tokenizers import DEMO_WORDS
+
+    pieces = ["▁" + word for word in DEMO_WORDS] + list(string.ascii_lowercase + string.digits + string.punctuation)
+    pieces += ["▁" + c for c in string.ascii_lowercase]
+    # Unigram scores are log-probabilities: whole words score above the characters they are spelt with
+    vocab = [("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)] + [
+        (piece, -1.0 if len(piece) > 2 else -5.0) for piece in dict.fromkeys(pieces)]
+    tokenizer = Tokenizer(models.Unigram(vocab, unk_id=2))
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tokenizer.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    tokenizer.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A </s> $B </s>",
+                                                             special_tokens=[("</s>", 1)])
+    directory.mkdir(parents=True, exist_ok=True)
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer).save_pretrained(directory)  # writes tokenizer.json
+    return T5TokenizerFast(tokenizer_file=str(directory / "tokenizer.json"), eos_token="</s>", unk_token="<unk>",
+                           pad_token="<pad>", extra_ids=0, model_max_length=512)
+
+
+@register_tiny("sd3", "text-to-image", version=1,
+               description="random Stable-Diffusion-3-shaped pipeline: MM-DiT transformer with flow matching, "
+                           "two CLIP text encoders with projection and a T5 encoder; 32-px images")
+def build_tiny_sd3(directory: Path) -> None:
+    """SD 3's architecture at toy size: ``SD3Transformer2DModel`` (joint text-image attention),
+    ``FlowMatchEulerDiscreteScheduler`` with SD 3's shift, CLIP-L/G-like ``CLIPTextModelWithProjection``
+    pair (their pooled projections concatenated give ``pooled_prompt_embeds``) and a T5 encoder whose
+    width is the joint attention width (the CLIP token states are zero-padded to it, as in SD 3)."""
+    from diffusers import (AutoencoderKL, FlowMatchEulerDiscreteScheduler, SD3Transformer2DModel,
+                           StableDiffusion3Pipeline)
+    from transformers import CLIPTextConfig, CLIPTextModelWithProjection, CLIPTokenizer, T5Config, T5EncoderModel
+
+    from .tiny_tokenizers import write_byte_level_bpe
+
+    directory = Path(directory)
+    scratch = directory / "_tokenizer_files"
+    vocab_size = write_byte_level_bpe(scratch / "clip", style="clip",
+                                      special_tokens=["<|startoftext|>", "<|endoftext|>"])
+    clip_tokenizer = CLIPTokenizer(str(scratch / "clip" / "vocab.json"), str(scratch / "clip" / "merges.txt"),
+                                   model_max_length=77)
+    t5_tokenizer = _write_tiny_t5_tokenizer(scratch / "t5")
+    clip_width, projection, t5_width = 32, 32, 64  # SD 3: 768 and 1280 (CLIP), 4096 (T5)
+    torch.manual_seed(0)
+
+    def clip_encoder():
+        return CLIPTextModelWithProjection(CLIPTextConfig(
+            vocab_size=vocab_size, hidden_size=clip_width, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, max_position_embeddings=77, projection_dim=projection,
+            bos_token_id=clip_tokenizer.bos_token_id, eos_token_id=clip_tokenizer.eos_token_id,
+            pad_token_id=clip_tokenizer.pad_token_id))
+
+    text_encoder, text_encoder_2 = clip_encoder(), clip_encoder()
+    text_encoder_3 = T5EncoderModel(T5Config(
+        vocab_size=len(t5_tokenizer), d_model=t5_width, d_kv=16, d_ff=64, num_layers=2, num_heads=4,
+        pad_token_id=t5_tokenizer.pad_token_id, eos_token_id=t5_tokenizer.eos_token_id,
+        decoder_start_token_id=t5_tokenizer.pad_token_id))
+    transformer = SD3Transformer2DModel(
+        sample_size=16, patch_size=2, in_channels=4, out_channels=4, num_layers=2, attention_head_dim=8,
+        num_attention_heads=4, joint_attention_dim=t5_width, caption_projection_dim=32,
+        pooled_projection_dim=2 * projection, pos_embed_max_size=16)
+    vae = AutoencoderKL(
+        in_channels=3, out_channels=3, latent_channels=4, block_out_channels=(32, 64),
+        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"), layers_per_block=1, norm_num_groups=32,
+        sample_size=32, use_quant_conv=False, use_post_quant_conv=False,
+        scaling_factor=1.5305, shift_factor=0.0609)  # SD 3's latent scaling
+    scheduler = FlowMatchEulerDiscreteScheduler(num_train_timesteps=1000, shift=3.0)  # SD 3 Medium's scheduler
+    pipeline = StableDiffusion3Pipeline(
+        transformer=transformer, scheduler=scheduler, vae=vae, text_encoder=text_encoder, tokenizer=clip_tokenizer,
+        text_encoder_2=text_encoder_2, tokenizer_2=clip_tokenizer, text_encoder_3=text_encoder_3,
+        tokenizer_3=t5_tokenizer)
+    pipeline.save_pretrained(directory)
+    import shutil
+
+    shutil.rmtree(scratch)  # the saved pipeline has its own tokenizer folders

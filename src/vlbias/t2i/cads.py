@@ -10,9 +10,16 @@ with γ(t) = 1 for t ≤ τ1, 0 for t ≥ τ2 and linear in between: early steps
 the mean and standard deviation of y, and the rescaled and raw versions are mixed by ψ:
 ŷ ← ψ · rescaled(ŷ) + (1 − ψ) · ŷ.
 
-Where it acts: a forward pre-hook on the denoiser (``pipeline.unet``) rewrites
-``encoder_hidden_states`` on every call, the first step included (a step-end callback could only
-change the steps after it). Under classifier-free guidance diffusers' Stable Diffusion pipelines
+Where it acts: a forward pre-hook on the denoiser (``pipeline.unet``, or ``pipeline.transformer``
+for Stable Diffusion 3) rewrites ``encoder_hidden_states`` on every call, the first step included (a
+step-end callback could only change the steps after it). SD 3 is conditioned on two things, the
+token states (``prompt_embeds``: both CLIP encoders' states, zero-padded to T5's width, followed by
+T5's) and a pooled embedding (``pooled_prompt_embeds``, the two CLIP projections side by side, passed
+as ``pooled_projections``); y is both, so both are annealed with the same γ(t), each with its own
+noise and each rescaled to its own statistics. Under flow matching the transformer gets
+timestep = σ · num_train_timesteps with σ = 1 pure noise, so t = σ: the same reading of diffusion
+time as for the DDPM-type schedulers of SD 1.x. (SD 3's optional skip-layer guidance makes an extra
+conditional-only call that this hook does not handle; it is off by default.) Under classifier-free guidance diffusers' Stable Diffusion pipelines
 run one batch ``[unconditional; conditional]``: by default only the conditional half is annealed
 and the unconditional (empty-prompt) half stays as it is; ``CADSConfig(branch="both")`` anneals
 both halves, each row with its own noise. Diffusion time is read from the timestep the
@@ -51,6 +58,8 @@ SCHEDULES = ("linear", "cosine")
 #: the unconditional half is the null condition, not a condition) or both (what community
 #: implementations such as sd-webui-cads do)
 BRANCHES = ("cond", "both")
+#: the denoiser argument holding SD 3's pooled text embedding (``SD3Transformer2DModel.forward``)
+POOLED_ARGUMENT = "pooled_projections"
 
 
 def cads_gamma(t, tau1: float, tau2: float, schedule: str = "linear"):
@@ -224,19 +233,31 @@ class _ConditionAnnealer:
             raise ValueError(f"CADS was set up for {len(self.generators)} images but the denoiser got {rows} "
                              "conditional rows (one image per prompt is supported)")
         halves = 2 if guided and self.config.branch == "both" else 1
+        # SD 3's transformer also takes the pooled text embedding (both CLIP encoders' projections),
+        # which conditions every block through the timestep embedding: it is part of y and gets
+        # annealed with the same γ and its own noise. U-Nets (SD 1.x/2.x) take token states only.
+        pooled = kwargs.get(POOLED_ARGUMENT)
+        parts = [condition] if pooled is None else [condition, pooled]
+        new_parts = [self._anneal(part, gamma, rows, halves) for part in parts]
+        # each image's noise comes from its own generator (unconditional row first, when annealed; the
+        # token states' noise before the pooled embedding's)
+        new_condition = new_parts[0]
+        if "encoder_hidden_states" in kwargs:
+            kwargs = {**kwargs, "encoder_hidden_states": new_condition}
+        else:
+            args = (*args[:2], new_condition, *args[3:])
+        if pooled is not None:
+            kwargs = {**kwargs, POOLED_ARGUMENT: new_parts[1]}
+        return args, kwargs
+
+    def _anneal(self, condition: torch.Tensor, gamma: float, rows: int, halves: int) -> torch.Tensor:
         kept = condition.shape[0] - halves * rows  # the unconditional half, unless it is annealed too
-        # each image's noise comes from its own generator (unconditional row first, when annealed)
         draws = [[torch.randn(condition.shape[1:], generator=g, dtype=torch.float32) for _ in range(halves)]
                  for g in self.generators]
         noise = torch.stack([draws[image][half] for half in range(halves) for image in range(rows)])
         annealed = anneal_condition(condition[kept:], gamma, noise, self.config.noise_scale, self.config.psi,
                                     self.config.rescale)
-        new_condition = torch.cat([condition[:kept], annealed]) if kept else annealed
-        if "encoder_hidden_states" in kwargs:
-            kwargs = {**kwargs, "encoder_hidden_states": new_condition}
-        else:
-            args = (*args[:2], new_condition, *args[3:])
-        return args, kwargs
+        return torch.cat([condition[:kept], annealed]) if kept else annealed
 
 
 @contextlib.contextmanager
