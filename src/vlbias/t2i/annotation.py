@@ -92,11 +92,35 @@ def zero_shot_labels(model: ImageTextModel, images: Sequence[Image.Image], promp
     return scores.columns.to_numpy()[scores.to_numpy().argmax(axis=1)]
 
 
+def load_annotator(spec: str, device=None):
+    """The annotator a spec names: the offline face predictor for
+    :data:`~vlbias.t2i.face_annotation.FACE_ANNOTATOR_SPEC`, else a zero-shot image-text model.
+    Either one goes to :func:`label_image_files`."""
+    from .face_annotation import FACE_ANNOTATOR_SPEC, FaceGenderAnnotator
+
+    if str(spec).strip() == FACE_ANNOTATOR_SPEC:
+        return FaceGenderAnnotator()
+    from ..models import load_image_text_model
+
+    return load_image_text_model(spec, device=device)
+
+
 def label_image_files(model: ImageTextModel, files: Sequence[str | Path], prompts: Mapping[str, str | Sequence[str]],
                       batch_size: int = 32, chunk: int = 256, progress: bool = True) -> np.ndarray:
-    """Zero-shot labels of image files, opened ``chunk`` at a time (bounded memory for large runs)."""
+    """Zero-shot labels of image files, opened ``chunk`` at a time (bounded memory for large runs).
+
+    ``model`` may also be the face annotator (:func:`load_annotator`): it labels by face, gives
+    ``"no face"`` where it finds none, and needs ``prompts`` to name its labels (female, male)."""
     from tqdm import tqdm
 
+    from .face_annotation import FACE_LABELS, FaceGenderAnnotator
+
+    if isinstance(model, FaceGenderAnnotator):
+        missing = set(FACE_LABELS) - set(prompts)
+        if missing:
+            raise ValueError(f"prompts lack the face annotator's labels {sorted(missing)}: name the gender labels "
+                             f"{list(FACE_LABELS)} so that both annotators' labels can be compared")
+        return model.label_image_files(files, progress=progress)
     files = [Path(f) for f in files]
     labels = []
     for start in tqdm(range(0, len(files), chunk), desc="annotating", unit="chunk", disable=not progress):

@@ -275,3 +275,44 @@ def plot_model_ranking(table: pd.DataFrame, ax=None, title: str = "VRBS by text-
     ax.set(xlabel="VRBS", title=title)
     ax.legend(fontsize=8)
     return ax
+
+
+def face_annotator_robustness(manifest: pd.DataFrame, labels: Mapping[str, Sequence], reference: pd.Series,
+                              target: str = "female", no_label: Sequence[str] = ("no face",),
+                              excluded: Sequence[str] = (NO_PERSON,), n_boot: int = 1000, confidence: float = 0.95,
+                              seed: int = 0) -> dict:
+    """:func:`annotator_robustness` for one run when an annotator may find no face: labels in
+    ``no_label`` (the face annotator's "no face") count as no label, and how many there are is
+    reported. One flat row (a table has a row per run): images, "no label" per annotator, images both
+    labelled, agreement, Cohen's kappa, VRBS under each annotator and the paired change with its
+    interval. Where fewer than three professions of ``reference`` have a person labelled by both
+    (VRBS needs three), the VRBS columns are NaN and ``note`` says so."""
+    if len(labels) != 2:
+        raise ValueError(f"labels: give exactly two annotators, got {list(labels)}")
+    cleaned = {}
+    row = {"images": len(manifest)}
+    for name, values in labels.items():
+        values = pd.Series(list(values), index=manifest.index, dtype=object)
+        unlabelled = values.isin(list(no_label)) | values.isna()
+        row[f"no label: {name}"] = int(unlabelled.sum())
+        cleaned[name] = values.mask(unlabelled)
+    (first, a), (second, b) = cleaned.items()
+    both = a.notna() & b.notna()
+    row["both labelled"] = int(both.sum())
+    row["agreement"] = float((a[both] == b[both]).mean()) if both.any() else np.nan
+    row["cohen_kappa"] = cohen_kappa(a[both], b[both]) if both.any() else np.nan
+    # VRBS has a share for a profession where each annotator saw a person in one of the images both labelled
+    scored = both & manifest["profession"].isin(reference.index)
+    shown = pd.DataFrame({"a": ~a[scored].isin(list(excluded)), "b": ~b[scored].isin(list(excluded))})
+    professions = int(shown.groupby(manifest.loc[scored, "profession"]).any().all(axis=1).sum())
+    row.update({f"VRBS {first}": np.nan, f"VRBS {second}": np.nan, "VRBS change": np.nan, "change low": np.nan,
+                "change high": np.nan, "note": ""})
+    if professions < 3:
+        row["note"] = (f"{professions} profession(s) have a person labelled by both annotators; VRBS needs 3 "
+                       f"({row[f'no label: {second}']} of {len(manifest)} images without a label from {second})")
+        return row
+    per_annotator, comparison = annotator_robustness(manifest, cleaned, reference, target=target, n_boot=n_boot,
+                                                     confidence=confidence, seed=seed)
+    row[f"VRBS {first}"], row[f"VRBS {second}"] = per_annotator.loc[first, "VRBS"], per_annotator.loc[second, "VRBS"]
+    row.update({key: comparison[key] for key in ("VRBS change", "change low", "change high")})
+    return row
