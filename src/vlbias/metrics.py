@@ -18,9 +18,16 @@ from .markedness import (
     unmarked_flags,
     unmarked_table,
 )
-from .stats import self_similarity
+from .stats import holm_adjust, mcnemar_exact, paired_accuracy_difference, self_similarity
 from .t2i.annotation import cohen_kappa, fleiss_kappa
 from .t2i.bias import bootstrap_bias_scores, mean_pairwise_distance, spearman, vrbs
+
+# the controls of each part (what a measure can and cannot mean)
+from .colorfoil.controls import blind_comparison, paired_model_table
+from .harms.controls import leave_one_word_out, template_sensitivity, weat_bootstrap, with_holm
+from .markedness.controls import text_encoder_weat, text_side_control
+from .t2i.controls import (annotator_robustness, clip_score, clip_score_from_embeddings, face_annotator_robustness,
+                           model_ranking, paired_bias_comparison, setting_summary)
 
 __all__ = [
     "self_similarity", "vrbs",
@@ -31,4 +38,10 @@ __all__ = [
     "amplification_slope", "erasure_index", "false_positive_rates",
     "spearman", "bootstrap_bias_scores", "mean_pairwise_distance",
     "fleiss_kappa", "cohen_kappa",
+    "mcnemar_exact", "paired_accuracy_difference", "holm_adjust",
+    "text_side_control", "text_encoder_weat",
+    "blind_comparison", "paired_model_table",
+    "with_holm", "weat_bootstrap", "leave_one_word_out", "template_sensitivity",
+    "paired_bias_comparison", "clip_score", "clip_score_from_embeddings", "setting_summary", "annotator_robustness",
+    "face_annotator_robustness", "model_ranking",
 ]

@@ -120,3 +120,57 @@ def self_similarity(embeddings: np.ndarray) -> float:
     n = x.shape[0]
     total = x.sum(axis=0)
     return float((total @ total - n) / (n * (n - 1)))
+
+
+# --------------------------------------------------------------------------- paired tests, multiple comparisons
+# shared by the parts' controls (Part II's model table, Part III's WEAT battery, Part IV's paired runs)
+
+def mcnemar_exact(correct_a, correct_b) -> dict:
+    """Exact (binomial) McNemar test of two classifiers on the same items, two-sided.
+
+    Only discordant items count: b = a right and b wrong, c = the reverse. Under "equally accurate"
+    b ~ Binomial(b + c, 1/2), so p = min(1, 2 P(X <= min(b, c))); no discordant items gives p = 1.
+    """
+    a, b = np.asarray(correct_a, dtype=bool), np.asarray(correct_b, dtype=bool)
+    if a.shape != b.shape:
+        raise ValueError(f"correct_a and correct_b must be paired (same shape), got {a.shape} and {b.shape}")
+    only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
+    discordant = only_a + only_b
+    p = 1.0 if discordant == 0 else float(min(1.0, 2 * _stats.binom.cdf(min(only_a, only_b), discordant, 0.5)))
+    return {"n": int(a.size), "a_only": only_a, "b_only": only_b, "p_mcnemar": p}
+
+
+def paired_accuracy_difference(correct_a, correct_b, n_bootstrap: int = 2000, confidence: float = 0.95,
+                               seed: int | None = 0) -> dict:
+    """Accuracy of a minus accuracy of b on the same items, with a percentile bootstrap interval
+    that resamples items (both models' answers on an item stay together)."""
+    a, b = np.asarray(correct_a, dtype=float), np.asarray(correct_b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"correct_a and correct_b must be paired 1-d arrays, got {a.shape} and {b.shape}")
+    if a.size == 0:
+        return {"difference": np.nan, "low": np.nan, "high": np.nan}
+    per_item = a - b
+    rng = np.random.default_rng(seed)
+    means = per_item[rng.integers(0, a.size, (n_bootstrap, a.size))].mean(axis=1)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(means, [tail, 1 - tail])
+    return {"difference": float(per_item.mean()), "low": float(low), "high": float(high)}
+
+
+def holm_adjust(p_values) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error control), in the input order.
+
+    With the m p-values sorted ascending, p_(1) <= ... <= p_(m), the adjusted value of the i-th is
+    max_{j <= i} min(1, (m - j + 1) p_(j)); reject at level alpha where it is <= alpha. NaN entries
+    (tests not run) stay NaN and do not count towards m.
+    """
+    p = np.asarray(p_values, dtype=float)
+    if np.any((p < 0) | (p > 1)):
+        raise ValueError(f"p_values must lie in [0, 1], got {p[(p < 0) | (p > 1)][:3]}")
+    adjusted = np.full(p.shape, np.nan)
+    present = np.flatnonzero(~np.isnan(p))
+    order = present[np.argsort(p[present], kind="stable")]
+    m = order.size
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    adjusted[order] = np.maximum.accumulate(scaled)
+    return adjusted

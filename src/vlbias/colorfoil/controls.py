@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from ..stats import mcnemar_exact, paired_accuracy_difference  # noqa: F401  (were defined here; shared now)
 from .benchmark import candidate_lists, correct_at, per_colour_accuracy
 
 
@@ -135,40 +136,6 @@ def blind_comparison(benchmark: pd.DataFrame, scores: Mapping[str, np.ndarray], 
 
 
 # --------------------------------------------------------------------------- paired comparisons
-
-def mcnemar_exact(correct_a, correct_b) -> dict:
-    """Exact (binomial) McNemar test of two classifiers on the same items, two-sided.
-
-    Only discordant items count: b = a right and b wrong, c = the reverse. Under "equally accurate"
-    b ~ Binomial(b + c, 1/2), so p = min(1, 2 P(X <= min(b, c))); no discordant items gives p = 1.
-    """
-    from scipy.stats import binom
-
-    a, b = np.asarray(correct_a, dtype=bool), np.asarray(correct_b, dtype=bool)
-    if a.shape != b.shape:
-        raise ValueError(f"correct_a and correct_b must be paired (same shape), got {a.shape} and {b.shape}")
-    only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
-    discordant = only_a + only_b
-    p = 1.0 if discordant == 0 else float(min(1.0, 2 * binom.cdf(min(only_a, only_b), discordant, 0.5)))
-    return {"n": int(a.size), "a_only": only_a, "b_only": only_b, "p_mcnemar": p}
-
-
-def paired_accuracy_difference(correct_a, correct_b, n_bootstrap: int = 2000, confidence: float = 0.95,
-                               seed: int | None = 0) -> dict:
-    """Accuracy of a minus accuracy of b on the same items, with a percentile bootstrap interval
-    that resamples items (both models' answers on an item stay together)."""
-    a, b = np.asarray(correct_a, dtype=float), np.asarray(correct_b, dtype=float)
-    if a.shape != b.shape or a.ndim != 1:
-        raise ValueError(f"correct_a and correct_b must be paired 1-d arrays, got {a.shape} and {b.shape}")
-    if a.size == 0:
-        return {"difference": np.nan, "low": np.nan, "high": np.nan}
-    per_item = a - b
-    rng = np.random.default_rng(seed)
-    means = per_item[rng.integers(0, a.size, (n_bootstrap, a.size))].mean(axis=1)
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(means, [tail, 1 - tail])
-    return {"difference": float(per_item.mean()), "low": float(low), "high": float(high)}
-
 
 def paired_model_table(scores: Mapping[str, np.ndarray], k: int = 1, n_bootstrap: int = 2000,
                        confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:

@@ -15,31 +15,13 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..stats import holm_adjust  # noqa: F401  (was defined here; shared now)
 from .weat import effect_size_from_scores, unit_rows
 
 WEAT_SETS = ("X", "Y", "A", "B")
 
 
 # --------------------------------------------------------------------------- multiple comparisons
-
-def holm_adjust(p_values) -> np.ndarray:
-    """Holm's step-down adjusted p-values (family-wise error control), in the input order.
-
-    With the m p-values sorted ascending, p_(1) <= ... <= p_(m), the adjusted value of the i-th is
-    max_{j <= i} min(1, (m - j + 1) p_(j)); reject at level alpha where it is <= alpha. NaN entries
-    (tests not run) stay NaN and do not count towards m.
-    """
-    p = np.asarray(p_values, dtype=float)
-    if np.any((p < 0) | (p > 1)):
-        raise ValueError(f"p_values must lie in [0, 1], got {p[(p < 0) | (p > 1)][:3]}")
-    adjusted = np.full(p.shape, np.nan)
-    present = np.flatnonzero(~np.isnan(p))
-    order = present[np.argsort(p[present], kind="stable")]
-    m = order.size
-    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
-    adjusted[order] = np.maximum.accumulate(scaled)
-    return adjusted
-
 
 def with_holm(table: pd.DataFrame, p_column: str = "p_value", by: str | None = "embeddings",
               alpha: float = 0.05) -> pd.DataFrame:

@@ -20,6 +20,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..stats import mcnemar_exact
 from .annotation import cohen_kappa
 from .bias import NO_PERSON, bootstrap_bias_scores, compare_with_reference, diversity_by_group, generated_shares, vrbs
 
@@ -67,8 +68,6 @@ def paired_bias_comparison(plain: pd.DataFrame, other: pd.DataFrame, reference: 
     per profession both generated shares, the change, and the exact McNemar p-value of "shows the
     target" over the pairs in which both images show a person.
     """
-    from ..colorfoil.controls import mcnemar_exact
-
     pairs = _paired_labels(plain, other, pair_on, group, label)
     pairs = pairs[pairs[group].isin(reference.index)]
     excluded = set(excluded)
