@@ -139,12 +139,12 @@ def cads_beside_published(runs: Mapping[tuple[str, str], pd.DataFrame], referenc
             continue
         summary, _ = paired_bias_comparison(runs[spec, "plain"], runs[spec, "CADS"], reference, n_boot=n_boot, seed=seed)
         name = (published_names or {}).get(spec)
-        rows.append({"model": spec, "source's name": name or "", "VRBS plain": summary["VRBS plain"],
+        rows.append({"model": spec, "source name": name or "", "VRBS plain": summary["VRBS plain"],
                      "VRBS CADS": summary["VRBS other"], "change": summary["VRBS change"],
                      "change low": summary["change low"], "change high": summary["change high"],
                      "published VRBS plain (source)": published.get((name, "plain"), np.nan) if name else np.nan,
                      "published VRBS CADS (source)": published.get((name, "CADS"), np.nan) if name else np.nan})
-    columns = ["model", "source's name", "VRBS plain", "VRBS CADS", "change", "change low", "change high",
+    columns = ["model", "source name", "VRBS plain", "VRBS CADS", "change", "change low", "change high",
                "published VRBS plain (source)", "published VRBS CADS (source)"]
     table = pd.DataFrame(rows, columns=columns).set_index("model")
     table["published change (source)"] = table["published VRBS CADS (source)"] - table["published VRBS plain (source)"]
