@@ -1,5 +1,6 @@
 """Stable Diffusion 3 through the text-to-image interface, and CADS on its two conditions, on the
-tiny randomly initialised SD 3 fixture (MM-DiT transformer, flow matching, CLIP + CLIP + T5)."""
+tiny randomly initialised SD 3 fixture (MM-DiT transformer, flow matching, CLIP + CLIP + T5); the
+same CADS checks on the tiny SDXL fixture, whose U-Net also takes a pooled text embedding."""
 
 from __future__ import annotations
 
@@ -59,44 +60,55 @@ def test_generation_is_deterministic_under_a_seed_and_independent_of_the_batch(s
     assert np.abs(first[0] - first[2]).mean() > 0.5  # another seed, another image
 
 
-def spy_on_transformer(sd3, monkeypatch):
-    """Record (timestep, encoder_hidden_states, pooled_projections) as the transformer receives them,
-    after any forward pre-hook."""
+@pytest.fixture(scope="module", params=["tiny:sd3", "tiny:sdxl"])
+def pooled_model(request):
+    return load_text_to_image(request.param, device="cpu")
+
+
+def spy_on_denoiser(model, monkeypatch):
+    """Record (timestep, token states, pooled embedding, SDXL's time_ids) as the denoiser receives
+    them, after any forward pre-hook: SD 3's transformer takes everything by keyword, SDXL's U-Net
+    takes the timestep second and the pooled embedding in added_cond_kwargs."""
     seen = []
-    original = sd3.denoiser.forward
+    original = model.denoiser.forward
 
     def forward(*args, **kwargs):
-        seen.append((float(kwargs["timestep"].flatten()[0]), kwargs["encoder_hidden_states"].clone(),
-                     kwargs["pooled_projections"].clone()))
+        timestep = kwargs["timestep"] if "timestep" in kwargs else args[1]
+        added = kwargs.get("added_cond_kwargs") or {}
+        pooled = kwargs["pooled_projections"] if "pooled_projections" in kwargs else added["text_embeds"]
+        time_ids = added.get("time_ids")
+        seen.append((float(torch.as_tensor(timestep).flatten()[0]), kwargs["encoder_hidden_states"].clone(),
+                     pooled.clone(), None if time_ids is None else time_ids.clone()))
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(sd3.denoiser, "forward", forward)
+    monkeypatch.setattr(model.denoiser, "forward", forward)
     return seen
 
 
 @pytest.mark.parametrize("config", [CADSConfig(noise_scale=0.0), CADSConfig(tau1=1.0, tau2=1.0, noise_scale=0.5)])
-def test_cads_at_noise_zero_is_plain_sampling_bit_for_bit(sd3, config):
+def test_cads_at_noise_zero_is_plain_sampling_bit_for_bit(pooled_model, config):
     prompts, seeds = ["A photo of a nurse", "A photo of a cook"], [1, 2]
-    plain = pixels(sd3.generate(prompts, seeds, num_inference_steps=STEPS, batch_size=2, progress=False))
-    off = pixels(with_cads(sd3, config).generate(prompts, seeds, num_inference_steps=STEPS, batch_size=2,
+    plain = pixels(pooled_model.generate(prompts, seeds, num_inference_steps=STEPS, batch_size=2, progress=False))
+    off = pixels(with_cads(pooled_model, config).generate(prompts, seeds, num_inference_steps=STEPS, batch_size=2,
                                                  progress=False))
     assert all(np.array_equal(a, b) for a, b in zip(plain, off))
 
 
-def test_cads_anneals_both_sd3_conditions_per_the_schedule(sd3, monkeypatch):
+def test_cads_anneals_token_states_and_pooled_embedding_per_the_schedule(pooled_model, monkeypatch):
     prompts, seeds, s = ["A photo of a nurse", "A photo of a plumber"], [7, 8], 0.5
     config = CADSConfig(tau1=0.3, tau2=0.9, noise_scale=s, rescale=False)
-    seen = spy_on_transformer(sd3, monkeypatch)
-    sd3.generate(prompts, seeds, num_inference_steps=STEPS, batch_size=2, progress=False)
+    seen = spy_on_denoiser(pooled_model, monkeypatch)
+    pooled_model.generate(prompts, seeds, num_inference_steps=STEPS, batch_size=2, progress=False)
     plain = list(seen)
     seen.clear()
-    images = with_cads(sd3, config).generate(prompts, seeds, num_inference_steps=STEPS, batch_size=2, progress=False)
+    images = with_cads(pooled_model, config).generate(prompts, seeds, num_inference_steps=STEPS, batch_size=2, progress=False)
     assert [call[0] for call in seen] == [call[0] for call in plain] and len(seen) == STEPS
 
     generators = [torch.Generator().manual_seed(cads_noise_seed(seed)) for seed in seeds]
     gammas = []
-    for (timestep, tokens, pooled), (_, plain_tokens, plain_pooled) in zip(seen, plain):
-        t = timestep / 1000  # flow matching: the transformer gets sigma * 1000, sigma = 1 pure noise
+    for (timestep, tokens, pooled, time_ids), (_, plain_tokens, plain_pooled, plain_time_ids) in zip(seen, plain):
+        assert time_ids is None or torch.equal(time_ids, plain_time_ids)  # size conditioning: no text
+        t = timestep / 1000  # SD 3 (flow matching) passes sigma * 1000, SDXL its DDPM timestep
         gamma = min(1.0, max(0.0, (0.9 - t) / 0.6))  # the linear ramp, written out
         assert gamma == pytest.approx(cads_gamma(t, 0.3, 0.9))
         gammas.append(gamma)
@@ -113,17 +125,17 @@ def test_cads_anneals_both_sd3_conditions_per_the_schedule(sd3, monkeypatch):
         assert torch.allclose(pooled[2:], expected_pooled, atol=1e-5), timestep
     # the schedule was exercised on both sides: noisy early calls, clean late ones
     assert gammas[0] < 1.0 and gammas[-1] == 1.0
-    assert np.abs(pixels(images)[0] - pixels(sd3.generate(prompts[:1], seeds[:1], num_inference_steps=STEPS,
+    assert np.abs(pixels(images)[0] - pixels(pooled_model.generate(prompts[:1], seeds[:1], num_inference_steps=STEPS,
                                                           progress=False))[0]).mean() > 0.1
-    assert sd3.denoiser._forward_pre_hooks == {}  # removed after use
+    assert pooled_model.denoiser._forward_pre_hooks == {}  # removed after use
 
 
-def test_rescaled_cads_keeps_each_pooled_rows_statistics(sd3, monkeypatch):
-    seen = spy_on_transformer(sd3, monkeypatch)
-    sd3.generate(["A photo of a nurse"], [3], num_inference_steps=2, guidance_scale=1.0, progress=False)
+def test_rescaled_cads_keeps_each_pooled_rows_statistics(pooled_model, monkeypatch):
+    seen = spy_on_denoiser(pooled_model, monkeypatch)
+    pooled_model.generate(["A photo of a nurse"], [3], num_inference_steps=2, guidance_scale=1.0, progress=False)
     plain_pooled = seen[0][2]
     seen.clear()
-    with_cads(sd3, CADSConfig(tau1=0.0, tau2=0.5, noise_scale=1.0, rescale=True)).generate(
+    with_cads(pooled_model, CADSConfig(tau1=0.0, tau2=0.5, noise_scale=1.0, rescale=True)).generate(
         ["A photo of a nurse"], [3], num_inference_steps=2, guidance_scale=1.0, progress=False)
     annealed = seen[0][2]
     assert not torch.allclose(annealed, plain_pooled)

@@ -272,3 +272,48 @@ def build_tiny_sd3(directory: Path) -> None:
     import shutil
 
     shutil.rmtree(scratch)  # the saved pipeline has its own tokenizer folders
+
+
+@register_tiny("sdxl", "text-to-image", version=1,
+               description="random Stable-Diffusion-XL-shaped pipeline: U-Net with text-time conditioning, "
+                           "CLIP text encoder and CLIP text encoder with projection; 32-px images")
+def build_tiny_sdxl(directory: Path) -> None:
+    """SDXL's architecture at toy size: the two text encoders' penultimate states side by side are the
+    cross-attention context, the second one's projection (``text_embeds``) and the size conditioning
+    (``time_ids``) enter through the U-Net's added embedding."""
+    from diffusers import AutoencoderKL, EulerDiscreteScheduler, StableDiffusionXLPipeline, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection, CLIPTokenizer
+
+    from .tiny_tokenizers import write_byte_level_bpe
+
+    directory = Path(directory)
+    scratch = directory / "_tokenizer_files"
+    vocab_size = write_byte_level_bpe(scratch, style="clip", special_tokens=["<|startoftext|>", "<|endoftext|>"])
+    tokenizer = CLIPTokenizer(str(scratch / "vocab.json"), str(scratch / "merges.txt"), model_max_length=77)
+    width, projection, time_dim = 32, 32, 8  # SDXL: 768 and 1280 wide, projection 1280, time_ids 256
+    config = dict(vocab_size=vocab_size, hidden_size=width, intermediate_size=64, num_hidden_layers=2,
+                  num_attention_heads=4, max_position_embeddings=77, projection_dim=projection,
+                  bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                  pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(0)
+    text_encoder = CLIPTextModel(CLIPTextConfig(**config))
+    text_encoder_2 = CLIPTextModelWithProjection(CLIPTextConfig(**config))
+    unet = UNet2DConditionModel(
+        sample_size=16, in_channels=4, out_channels=4, layers_per_block=1, block_out_channels=(32, 64),
+        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"), up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+        attention_head_dim=(2, 4), use_linear_projection=True, addition_embed_type="text_time",
+        addition_time_embed_dim=time_dim, projection_class_embeddings_input_dim=projection + 6 * time_dim,
+        cross_attention_dim=2 * width, norm_num_groups=32)
+    vae = AutoencoderKL(
+        in_channels=3, out_channels=3, latent_channels=4, block_out_channels=(32, 64),
+        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"), layers_per_block=1, norm_num_groups=32,
+        sample_size=32, scaling_factor=0.13025)  # SDXL's latent scaling
+    scheduler = EulerDiscreteScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
+                                       num_train_timesteps=1000, steps_offset=1, timestep_spacing="leading")
+    pipeline = StableDiffusionXLPipeline(vae=vae, text_encoder=text_encoder, text_encoder_2=text_encoder_2,
+                                         tokenizer=tokenizer, tokenizer_2=tokenizer, unet=unet, scheduler=scheduler)
+    pipeline.save_pretrained(directory)
+    import shutil
+
+    shutil.rmtree(scratch)  # the saved pipeline has its own tokenizer folders

@@ -16,7 +16,8 @@ step-end callback could only change the steps after it). SD 3 is conditioned on 
 token states (``prompt_embeds``: both CLIP encoders' states, zero-padded to T5's width, followed by
 T5's) and a pooled embedding (``pooled_prompt_embeds``, the two CLIP projections side by side, passed
 as ``pooled_projections``); y is both, so both are annealed with the same γ(t), each with its own
-noise and each rescaled to its own statistics. Under flow matching the transformer gets
+noise and each rescaled to its own statistics. SDXL's U-Net gets its pooled embedding in
+``added_cond_kwargs["text_embeds"]``, annealed the same way. Under flow matching the transformer gets
 timestep = σ · num_train_timesteps with σ = 1 pure noise, so t = σ: the same reading of diffusion
 time as for the DDPM-type schedulers of SD 1.x. (SD 3's optional skip-layer guidance makes an extra
 conditional-only call that this hook does not handle; it is off by default.) Under classifier-free guidance diffusers' Stable Diffusion pipelines
@@ -58,8 +59,23 @@ SCHEDULES = ("linear", "cosine")
 #: the unconditional half is the null condition, not a condition) or both (what community
 #: implementations such as sd-webui-cads do)
 BRANCHES = ("cond", "both")
-#: the denoiser argument holding SD 3's pooled text embedding (``SD3Transformer2DModel.forward``)
+#: where the denoiser gets the pooled text embedding: SD 3's transformer as an argument
+#: (``SD3Transformer2DModel.forward``), SDXL's U-Net inside ``added_cond_kwargs`` (beside the size
+#: conditioning ``time_ids``, which is no text condition and is left alone)
 POOLED_ARGUMENT = "pooled_projections"
+ADDED_CONDITIONS, POOLED_ADDED_CONDITION = "added_cond_kwargs", "text_embeds"
+
+
+def _pooled_embedding(kwargs: dict) -> torch.Tensor | None:
+    if kwargs.get(POOLED_ARGUMENT) is not None:
+        return kwargs[POOLED_ARGUMENT]
+    return (kwargs.get(ADDED_CONDITIONS) or {}).get(POOLED_ADDED_CONDITION)
+
+
+def _with_pooled_embedding(kwargs: dict, pooled: torch.Tensor) -> dict:
+    if kwargs.get(POOLED_ARGUMENT) is not None:
+        return {**kwargs, POOLED_ARGUMENT: pooled}
+    return {**kwargs, ADDED_CONDITIONS: {**kwargs[ADDED_CONDITIONS], POOLED_ADDED_CONDITION: pooled}}
 
 
 def cads_gamma(t, tau1: float, tau2: float, schedule: str = "linear"):
@@ -233,10 +249,10 @@ class _ConditionAnnealer:
             raise ValueError(f"CADS was set up for {len(self.generators)} images but the denoiser got {rows} "
                              "conditional rows (one image per prompt is supported)")
         halves = 2 if guided and self.config.branch == "both" else 1
-        # SD 3's transformer also takes the pooled text embedding (both CLIP encoders' projections),
-        # which conditions every block through the timestep embedding: it is part of y and gets
-        # annealed with the same γ and its own noise. U-Nets (SD 1.x/2.x) take token states only.
-        pooled = kwargs.get(POOLED_ARGUMENT)
+        # SD 3's transformer and SDXL's U-Net also take a pooled text embedding, which conditions every
+        # block through the timestep embedding: it is part of y and gets annealed with the same γ and
+        # its own noise. SD 1.x/2.x U-Nets take token states only.
+        pooled = _pooled_embedding(kwargs)
         parts = [condition] if pooled is None else [condition, pooled]
         new_parts = [self._anneal(part, gamma, rows, halves) for part in parts]
         # each image's noise comes from its own generator (unconditional row first, when annealed; the
@@ -247,7 +263,7 @@ class _ConditionAnnealer:
         else:
             args = (*args[:2], new_condition, *args[3:])
         if pooled is not None:
-            kwargs = {**kwargs, POOLED_ARGUMENT: new_parts[1]}
+            kwargs = _with_pooled_embedding(kwargs, new_parts[1])
         return args, kwargs
 
     def _anneal(self, condition: torch.Tensor, gamma: float, rows: int, halves: int) -> torch.Tensor:
