@@ -84,3 +84,9 @@ def test_bad_arguments_are_named_before_anything_is_drawn(tmp_path, arguments, m
         model_comparison(annotator=None, jobs=None, output_dir=tmp_path, gender_prompts=PROMPTS, reference=REFERENCE,
                          **arguments)
     assert not any(tmp_path.iterdir())
+
+
+def test_spearman_is_undefined_without_a_warning_when_one_side_is_constant(recwarn):
+    rho, p_value = t2i_bias.spearman([0.0, 0.0, 0.0, 0.0], [0.1, 0.5, 0.7, 0.9])
+    assert np.isnan(rho) and np.isnan(p_value) and not recwarn.list
+    assert t2i_bias.spearman([0.1, 0.2, 0.4, 0.3], [0.1, 0.5, 0.7, 0.9])[0] == pytest.approx(0.8)

@@ -54,8 +54,13 @@ def reference_shares(name: str = "winobias_bls_female_share", column: str = "fem
 
 
 def spearman(model_share, reference_share) -> tuple[float, float]:
-    """Spearman's ρ between two share vectors and its two-sided p-value (scipy)."""
+    """Spearman's ρ between two share vectors and its two-sided p-value (scipy).
+
+    ρ is undefined when either vector is constant (e.g. every profession drawn all male): then
+    (nan, nan), as in :func:`bootstrap_bias_scores`' replicates, instead of scipy's warning."""
     p, q = checked_shares(model_share, reference_share, min_size=3)
+    if np.ptp(p) == 0 or np.ptp(q) == 0:
+        return float("nan"), float("nan")
     result = _stats.spearmanr(p, q)
     return float(result.statistic), float(result.pvalue)
 
