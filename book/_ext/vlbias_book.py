@@ -5,10 +5,13 @@
 - Launch buttons: pages are the executed copies under ``book/generated/`` (git-ignored), so the
   theme's Binder and Colab links would open nothing; they are pointed at the source notebook
   ``notebooks/NAME.ipynb`` in the repository instead.
+- Figure captions: a cell's caption (``metadata.mystnb.figure``) goes on its images only, one
+  figure per image (``vlbias.book.captions_on_images_only``), never on a table the cell shows too.
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 #: where the runner writes executed notebooks (vlbias.runner.GENERATED_DIR) and where their sources are
@@ -39,8 +42,21 @@ def point_launch_buttons_at_sources(app, pagename, templatename, context, doctre
                     link["url"] = source_notebook_url(link["url"])
 
 
+def caption_images_only(app, docname, source) -> None:
+    """``source-read``: rewrite a notebook page's text (in memory) so captions reach images only."""
+    if not str(app.env.doc2path(docname)).endswith(".ipynb"):
+        return
+    from vlbias.book import captions_on_images_only
+
+    notebook = json.loads(source[0])
+    captioned = captions_on_images_only(notebook)
+    if captioned is not notebook:
+        source[0] = json.dumps(captioned)
+
+
 def setup(app):
     app.connect("config-inited", set_solution_visibility)
+    app.connect("source-read", caption_images_only)
     # after sphinx-book-theme's add_launch_buttons (priority 501)
     app.connect("html-page-context", point_launch_buttons_at_sources, priority=502)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,8 +1,11 @@
-"""Small helpers for book pages: the profile banner, published-number tables, headers in words."""
+"""Small helpers for book pages: the profile banner, published-number tables, headers in words,
+figure captions."""
 
 from __future__ import annotations
 
+import copy
 import html
+import re
 from importlib import resources
 
 import pandas as pd
@@ -127,3 +130,90 @@ def readable(table: pd.DataFrame, decimals: int = 1, confidence: float = 0.95) -
     if shown.index.name:
         shown.index.name = column_in_words(shown.index.name)
     return shown
+
+
+# --------------------------------------------------------------------------- figure captions
+# A cell that draws a figure carries its caption in its metadata, where myst-nb reads it:
+# {"mystnb": {"figure": {"caption": "...", "name": "fig-<notebook>-<short>"}}}.
+
+#: what, in a code cell's source, draws a figure: plt.show(), a figure object, a pandas or seaborn
+#: plot, a vlbias ``plot_*`` helper, an image shown with imshow
+DRAWS_FIGURE = re.compile(r"\bplt\.(show|subplots|figure|imshow)\(|\bfig\b|\bFigure\(|\.plot(\.\w+)?\("
+                          r"|\bsns\.(?!set)\w+\(|\bplot_\w+\(|\bimshow\(")
+
+
+def draws_figure(source: str) -> bool:
+    """Whether a code cell with this source draws a figure (and so needs a caption)."""
+    return bool(DRAWS_FIGURE.search(source))
+
+
+def figure_options(cell: dict) -> dict | None:
+    """The cell's figure caption and name (``metadata.mystnb.figure``), or None."""
+    options = cell.get("metadata", {}).get("mystnb", {}).get("figure")
+    return options if isinstance(options, dict) else None
+
+
+def _is_display(output: dict) -> bool:
+    return output.get("output_type") in ("display_data", "execute_result")
+
+
+def _is_image(output: dict) -> bool:
+    return _is_display(output) and any(mime.startswith("image/") for mime in output.get("data", {}))
+
+
+#: the (hidden) source of a cell that holds the further outputs of the captioned cell above it
+CONTINUED_OUTPUTS = "# further outputs of the cell above"
+
+
+def captions_on_images_only(notebook: dict) -> dict:
+    """``notebook`` with each captioned cell's caption on its images only, one figure per image.
+
+    myst-nb wraps *every* display output of a cell with figure metadata in a figure with the
+    caption: a table shown in the same cell would get the caption too, and a second image the same
+    name (a duplicate label). So a captioned cell's outputs are split into runs, each run after the
+    first in a cell of its own whose source is hidden (tag ``remove-input``): runs of non-image outputs
+    carry no figure metadata; each image carries the caption, the second image of the cell the
+    name ``NAME-2``, and so on. Cells that need no split are kept as they are; the notebook file
+    itself is never changed (the book's Sphinx hook applies this to the text it reads).
+    """
+    cells, changed = [], False
+    for cell in notebook.get("cells", []):
+        options = figure_options(cell) if cell.get("cell_type") == "code" else None
+        displays = [output for output in cell.get("outputs", []) if _is_display(output)] if options else []
+        if not displays or (len(displays) == 1 and _is_image(displays[0])):  # myst-nb gets it right
+            cells.append(cell)
+            continue
+        changed = True
+        images = 0
+        for index, (image, outputs) in enumerate(_output_runs(cell["outputs"])):
+            part = copy.deepcopy({key: value for key, value in cell.items() if key != "outputs"})
+            part["outputs"] = outputs
+            mystnb = part["metadata"]["mystnb"]
+            del mystnb["figure"]
+            if image:
+                images += 1
+                name = options.get("name")
+                mystnb["figure"] = {**options, **({"name": f"{name}-{images}"} if name and images > 1 else {})}
+            if not mystnb:
+                del part["metadata"]["mystnb"]
+            if index:
+                part["source"] = CONTINUED_OUTPUTS  # myst-nb skips a code cell whose source is blank
+                part["execution_count"] = None
+                tags = [tag for tag in part["metadata"].get("tags", []) if tag not in ("hide-input", "remove-input")]
+                part["metadata"]["tags"] = tags + ["remove-input"]
+                if "id" in part:
+                    part["id"] = f"{part['id']}-{index}"
+            cells.append(part)
+    return {**notebook, "cells": cells} if changed else notebook
+
+
+def _output_runs(outputs: list[dict]) -> list[tuple[bool, list[dict]]]:
+    """Outputs in runs of (is an image, outputs): each image alone, with the streams that follow it;
+    other outputs together until the next image."""
+    runs: list[tuple[bool, list[dict]]] = []
+    for output in outputs:
+        if _is_image(output) or not runs or (_is_display(output) and runs[-1][0]):
+            runs.append((_is_image(output), [output]))
+        else:
+            runs[-1][1].append(output)
+    return runs

@@ -6,11 +6,18 @@ once the ``parameters`` cell has run, its values are replaced by the profile's (
 exactly as papermill would inject them, and the profile's environment (offline hubs) is set.
 Binder does the same ahead of time: its ``postBuild`` prepares every notebook with
 ``python -m vlbias open NAME --profile demo --no-launch``.
+
+The Colab cell clones the repository that ``_config.yml`` names (``repository.url``, ``branch``):
+it runs before anything is installed, so it cannot read that file and carries a copy.
+``python -m vlbias.launch`` writes the configured repository into the Colab cell of every notebook
+(a fork changes ``_config.yml``, then runs it).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from pathlib import Path
 
 from . import runner
@@ -42,3 +49,44 @@ def run_with_profile(name: str, profile: str = "demo", shell=None, root: Path | 
     print(f"This notebook will run with the {profile} profile's parameters (params/{profile}.yml); "
           "they replace the parameters cell's values when it runs.")
     return parameters
+
+
+#: the line of a notebook's Colab cell that names the repository and branch it clones
+COLAB_REPOSITORY_LINE = re.compile(r'^(?P<lead>\s*REPOSITORY, BRANCH, CHECKOUT = )"[^"]*", "[^"]*"', re.MULTILINE)
+
+
+def configured_repository(root: Path | None = None) -> tuple[str, str]:
+    """(url, branch) of ``repository`` in ``_config.yml``: the one place that names the repository."""
+    import yaml
+
+    root = runner.find_project_root(root)
+    repository = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["repository"]
+    return repository["url"], repository.get("branch", "main")
+
+
+def sync_colab_cells(root: Path | None = None) -> list[str]:
+    """Write ``_config.yml``'s repository url and branch into every notebook's Colab cell (the first
+    cell); returns the names of the notebooks changed. Other cells and the JSON layout stay as they are."""
+    root = runner.find_project_root(root)
+    url, branch = configured_repository(root)
+    changed = []
+    for name, path in runner.list_notebooks(root).items():
+        text = path.read_text(encoding="utf-8")
+        notebook = json.loads(text)
+        cell = notebook["cells"][0]
+        source = "".join(cell["source"])
+        if not COLAB_REPOSITORY_LINE.search(source):
+            raise runner.RunnerError(f"{path}: its first cell is not the Colab cell (no 'REPOSITORY, BRANCH, "
+                                     "CHECKOUT = ...' line); add it as the other notebooks have it")
+        synced = COLAB_REPOSITORY_LINE.sub(lambda m: f'{m["lead"]}{json.dumps(url)}, {json.dumps(branch)}', source)
+        if synced != source:
+            cell["source"] = synced.splitlines(keepends=True)
+            path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            changed.append(name)
+    return changed
+
+
+if __name__ == "__main__":
+    names = sync_colab_cells()
+    url, branch = configured_repository()
+    print(f"Colab cells now clone {url} ({branch}): {', '.join(names) or 'all notebooks already did'}")
