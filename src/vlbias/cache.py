@@ -364,16 +364,16 @@ def _compute_selected(selection: ChunkSelection, directory: Path, meta: dict, n_
     """The selected chunks of one entry, cached like any other (see :func:`only_chunks`)."""
     n_chunks = -(-n_items // chunk_size)
     selection.directory, selection.n_items, selection.chunk_size = directory, n_items, chunk_size
+    calls: list[int] = []  # the chunks compute_fn ran for (the others were read)
+
+    def counted(begin: int, end: int) -> np.ndarray:
+        calls.append(begin // chunk_size)
+        return compute_fn(begin, end)
+
     for index in sorted(i for i in selection.indices if 0 <= i < n_chunks):
         start, stop = index * chunk_size, min(n_items, (index + 1) * chunk_size)
-        computed = []
-
-        def counted(begin: int, end: int) -> np.ndarray:
-            computed.append(True)
-            return compute_fn(begin, end)
-
         _cached_chunk(directory, index, start, stop, meta, counted, True, n_chunks - index)
-        (selection.computed if computed else selection.loaded).append(index)
+        (selection.computed if index in calls else selection.loaded).append(index)
     raise ChunksSelected
 
 

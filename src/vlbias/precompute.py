@@ -25,9 +25,10 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 #: what each kind of stage counts, for the progress lines
 ITEM_NAMES = {"image-embeddings": "images", "colorfoil-scores": "pairs", "generation": "images"}
@@ -242,6 +243,16 @@ def _crash_if_asked(stage: Stage, index: int, model) -> None:
     setattr(model, forward[stage.kind], crash)
 
 
+def _release_gpu_memory() -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 class Worker:
     """A Ray actor's state: one model at a time (the last stage's), data sets opened once."""
 
@@ -258,6 +269,7 @@ class Worker:
         key = (stage.kind == "generation", stage.spec, repr(sorted(stage.load.items())))
         if key != self.model_key:
             self.model, self.model_key = None, None  # release the old one before loading (GPU memory)
+            _release_gpu_memory()
             from .models import load_image_text_model, load_text_to_image
 
             load = load_text_to_image if stage.kind == "generation" else load_image_text_model
@@ -322,7 +334,7 @@ class Worker:
 
 
 def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
+    seconds = round(seconds)
     hours, rest = divmod(seconds, 3600)
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
@@ -391,10 +403,11 @@ def _worker_env(threads: int, profile_env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def _resources(stage: Stage, use_gpu: bool, threads: int, gpu_fraction: float) -> dict[str, float]:
-    if use_gpu and stage.load.get("device") != "cpu":
-        return {"num_cpus": 1, "num_gpus": 1.0 if stage.kind == "generation" else gpu_fraction}
-    return {"num_cpus": threads, "num_gpus": 0}
+def _gpu_share(stage: Stage, use_gpu: bool, gpu_fraction: float) -> float:
+    """The GPU share of an actor running ``stage``: 0 on CPUs, a whole GPU for Stable Diffusion."""
+    if not use_gpu or stage.load.get("device") == "cpu":
+        return 0.0
+    return 1.0 if stage.kind == "generation" else gpu_fraction
 
 
 def execute(work: Work, workers: int | None = None, threads: int | None = None,
@@ -402,48 +415,56 @@ def execute(work: Work, workers: int | None = None, threads: int | None = None,
             write: Callable[[str], None] = print, progress_every_s: float = 5.0) -> dict[str, Any]:
     """Run ``work``'s units on the Ray instance this process is connected to.
 
-    Units that need the same resources (all of them on CPUs; image-text models and Stable Diffusion
-    apart on GPUs) go to one pool of actors, ``workers`` of them (default: as many as fit).
+    Units that need the same GPU share (all of them on CPUs; image-text models and Stable Diffusion
+    apart on GPUs) go to one pool of actors, ``workers`` of them (default: as many as fit), each
+    with ``threads`` CPU threads (default: the CPUs shared out among the pool's actors).
     Returns ``{"units", "computed", "failures", "seconds", "processes"}``: ``computed`` items (not
     found cached), ``failures`` the stages whose model failed to load or run, with the reason (the
     other stages still run), ``processes`` the (node, pid) of every actor that finished a unit.
     """
     import ray
+    from ray.exceptions import RayActorError
     from ray.util import ActorPool
 
     resources = ray.cluster_resources()
-    use_gpu = resources.get("GPU", 0) > 0
-    cpus = int(resources.get("CPU", 1))
-    threads = max(1, threads or (cpus // workers if workers else 1))
+    use_gpu, cpus = resources.get("GPU", 0) > 0, max(1, int(resources.get("CPU", 1)))
     started, failures, computed, processes = time.monotonic(), {}, 0, set()
-    groups: dict[tuple, list[tuple[int, int]]] = {}
+    groups: dict[float, list[tuple[int, int]]] = {}
     for position, index in work.units:
-        shape = _resources(work.stages[position], use_gpu, threads, gpu_fraction)
-        groups.setdefault(tuple(sorted(shape.items())), []).append((position, index))
+        groups.setdefault(_gpu_share(work.stages[position], use_gpu, gpu_fraction), []).append((position, index))
     actor_class = ray.remote(Worker)
-    env = _worker_env(threads, profile_env or {})
     stage_refs = {position: ray.put(stage) for position, stage in enumerate(work.stages)}
-    for shape, units in groups.items():
-        options = dict(shape)
-        fit = (resources.get("GPU", 0) / options["num_gpus"]) if options["num_gpus"] else cpus // options["num_cpus"]
-        count = max(1, min(len(units), workers or int(fit)))
+    for share, units in groups.items():
+        fit = max(1, int(resources["GPU"] / share if share else cpus // (threads or 1)))
+        count = max(1, min(len(units), workers or fit, fit))  # an actor that cannot be placed would hold its units
+        if workers and workers > fit:
+            write(f"[precompute] --workers {workers}: only {fit} fit in this Ray instance's "
+                  + ("GPUs" if share else "CPUs") + f"; using {fit}")
+        actor_threads = max(1, threads or cpus // count)
         write(f"[precompute] {len(units)} chunks on {count} Ray actor(s), each with "
-              + (f"{options['num_gpus']:g} GPU" if options["num_gpus"] else f"{options['num_cpus']} CPU thread(s)"))
-        actors = [actor_class.options(**options, max_restarts=RETRIES, max_task_retries=RETRIES).remote(threads, env)
-                  for _ in range(count)]
+              + (f"{share:g} GPU and " if share else "") + f"{actor_threads} CPU thread(s)")
+        options = {"num_cpus": actor_threads, "num_gpus": share, "max_restarts": RETRIES,
+                   "max_task_retries": RETRIES}
+        env = _worker_env(actor_threads, profile_env or {})
+        actors = [actor_class.options(**options).remote(actor_threads, env) for _ in range(count)]
         pool, meter = ActorPool(actors), Progress(Work(work.stages, units), count, write, progress_every_s)
         for position, index in units:
             pool.submit(lambda actor, unit: actor.run.remote(stage_refs[unit[0]], *unit), (position, index))
-        while pool.has_next():
-            result = pool.get_next_unordered()
-            stage = work.stages[result["position"]]
-            if result["error"]:
-                failures.setdefault(stage.label, result["error"])
-            computed += result["computed"]
-            processes.add((result["node"], result["pid"]))
-            meter.update(result, final=not pool.has_next())
-        for actor in actors:
-            ray.kill(actor)
+        try:
+            while pool.has_next():
+                result = pool.get_next_unordered()
+                stage = work.stages[result["position"]]
+                if result["error"]:
+                    failures.setdefault(stage.label, result["error"])
+                computed += result["computed"]
+                processes.add((result["node"], result["pid"]))
+                meter.update(result, final=not pool.has_next())
+        except RayActorError as error:
+            raise PrecomputeError(f"a Ray worker died {RETRIES + 1} times on one chunk ({error}). Rerun the command: "
+                                  "finished chunks and images are kept, and only the rest is computed.") from error
+        finally:
+            for actor in actors:
+                ray.kill(actor)
     return {"units": len(work.units), "computed": computed, "failures": failures,
             "seconds": time.monotonic() - started, "processes": sorted(processes)}
 
@@ -484,6 +505,7 @@ def precompute(profile: str = "full", only: Iterable[str] = (), project_dir: Pat
     profile_env = runner.plan_run(runner.find_project_root(project_dir), profile, only, assignments).env
     started_here = not ray.is_initialized()
     if started_here:
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # an offline book: nothing reported anywhere
         # a cluster's nodes read the same folders; a local instance gets this machine's CPUs and GPUs
         ray.init(address=address, include_dashboard=False, log_to_driver=True)
     elif address:

@@ -17,7 +17,14 @@ import pandas as pd
 import pytest
 
 from vlbias import precompute as pc
-from vlbias.cache import cache_key, chunk_path, compute_chunked, entry_dir, only_chunks, read_chunk
+from vlbias.cache import (
+    cache_key,
+    chunk_path,
+    compute_chunked,
+    entry_dir,
+    only_chunks,
+    read_chunk,
+)
 from vlbias.t2i.generation import generate_to_disk, read_manifest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,7 +32,8 @@ EMBEDDED = ["tiny:clip", "tiny:open-clip"]            # 01a's model_spec and mod
 SCORED = ["tiny:clip", "tiny:vilt"]                   # a dual encoder and a pairwise matcher
 # 04a's demo settings, with fewer images so the test stays short: 45 professions x 1 = 6 batches of 8
 ONLY = ["01a_self_similarity", "02b_colorfoil_evaluation", "04a_generation"]
-GENERATION = dict(images_per_profession=1, batch_size=8, num_inference_steps=4, guidance_scale=7.5, height=32, width=32)
+GENERATION = {"images_per_profession": 1, "batch_size": 8, "num_inference_steps": 4, "guidance_scale": 7.5,
+              "height": 32, "width": 32}
 
 
 def assignments(out_dir: Path) -> list[str]:
