@@ -88,15 +88,21 @@ def single_process(stage: str, profile: Path) -> float:
     return time.perf_counter() - started
 
 
-def on_ray(stage: str, profile: Path, workers: int, gpu: bool) -> tuple[float, int]:
+def on_ray(stage: str, profile: Path, workers: int, gpu: bool) -> tuple[float, int, float]:
+    """(seconds, items computed, seconds until the first chunk was done: actor start-up and model load)."""
     from vlbias import precompute as pc
 
-    started = time.perf_counter()
+    started, first = time.perf_counter(), []
+
+    def note(line: str) -> None:
+        if " chunks done" in line and not first:
+            first.append(time.perf_counter() - started)
+
     summary = pc.precompute(str(profile), [stage], REPO, workers=workers, threads=None if gpu else 1,
                             gpu_fraction=1.0 / workers if gpu else pc.DEFAULT_GPU_FRACTION,
-                            write=lambda line: None)
+                            write=note, progress_every_s=0)
     assert not summary["failures"], summary["failures"]
-    return time.perf_counter() - started, summary["computed"]
+    return time.perf_counter() - started, summary["computed"], first[0]
 
 
 def main() -> None:
@@ -133,7 +139,7 @@ def main() -> None:
           f"{'Ray 2 x 1 thread':>17} {'2 v 1 workers':>14} {'2 workers v single':>19}")
     try:
         for name in args.stages:
-            times, items = {}, None
+            times, items, firsts = {}, None, {}
             for run in ("single", 1, 2):
                 folder = scratch / f"{name}-{run}"
                 os.environ["VLBIAS_CACHE_DIR"] = str(folder / "cache")
@@ -145,11 +151,13 @@ def main() -> None:
                 elif args.gpu and name == "generation" and run == 2 and ray.cluster_resources().get("GPU", 0) < 2:
                     times[run] = None  # Stable Diffusion takes a whole GPU: two workers need two GPUs
                 else:
-                    times[run], items = on_ray(stages[name], profile, run, args.gpu)
+                    times[run], items, firsts[run] = on_ray(stages[name], profile, run, args.gpu)
             two = f"{times[2]:>15.1f} s" if times[2] else f"{'n/a (1 GPU)':>17}"
             ratios = (f"{times[1] / times[2]:>13.2f}x {times['single'] / times[2]:>18.2f}x" if times[2] else
                       f"{'':>14} {times['single'] / times[1]:>14.2f}x (1)")
             print(f"{name:<11} {items:>6,} {times['single']:>26.1f} s {times[1]:>15.1f} s {two} {ratios}", flush=True)
+            print(f"{'':<11} first chunk done after (start-up, model load, one chunk): "
+                  + ", ".join(f"{run} worker(s) {seconds:.1f} s" for run, seconds in firsts.items()), flush=True)
     finally:
         ray.shutdown()
         shutil.rmtree(scratch, ignore_errors=True)

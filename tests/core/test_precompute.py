@@ -294,3 +294,14 @@ def test_precompute_refuses_what_the_preflight_refuses(tmp_path, monkeypatch):
         pc.build_work("full", ["01a_self_similarity"], REPO)
     with pytest.raises(pc.PrecomputeError, match="--workers"):
         pc.precompute("demo", ["01a_self_similarity"], REPO, workers=0)
+
+
+def test_the_book_side_never_imports_ray():
+    import subprocess
+    import sys
+
+    code = ("import sys, vlbias, vlbias.precompute, vlbias.runner, vlbias.embeddings, vlbias.cache, vlbias.plan; "
+            "import vlbias.__main__; print('ray' in sys.modules)")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert shown.stdout.strip() == "False"  # precompute imports Ray inside its functions only
