@@ -102,11 +102,18 @@ def notebook_parameters(notebook: Path, given: dict[str, Any]) -> dict[str, Any]
     return values
 
 
-def _data_root(root, notebooks_dir: Path):
-    """A notebook resolves a relative data_root against notebooks/ (its working directory)."""
-    if root in (None, "fixture"):
-        return root
-    return str((notebooks_dir / Path(root).expanduser()).resolve())
+def _from_notebooks(folder, notebooks_dir: Path):
+    """A notebook resolves a relative folder against notebooks/ (its working directory)."""
+    if folder in (None, "fixture"):
+        return folder
+    return str((notebooks_dir / Path(folder).expanduser()).resolve())
+
+
+def _default(function: Callable, name: str):
+    """A parameter's default: the chunk sizes of the notebooks' cache entries are those of their calls."""
+    import inspect
+
+    return inspect.signature(function).parameters[name].default
 
 
 def build_work(profile: str = "full", only: Iterable[str] = (), project_dir: Path | None = None,
@@ -144,20 +151,20 @@ def build_work(profile: str = "full", only: Iterable[str] = (), project_dir: Pat
 
 
 def _stages(kind: str, spec: str, notebook: str, parameters: dict, notebooks_dir: Path, work: Work) -> list[Stage]:
-    data_root = _data_root(parameters.get("data_root"), notebooks_dir)
+    data_root = _from_notebooks(parameters.get("data_root"), notebooks_dir)
     load = {"device": parameters.get("device", "auto"), "half": bool(parameters.get("half", False))}
     if kind == "image-embeddings":
         from .data import load_dataset
+        from .embeddings import embed_images
 
         source = {"name": "fairface", "root": data_root, "split": parameters.get("split", "train"),
                   "padding": parameters.get("padding", "1.25")}
         dataset = load_dataset(source["name"], root=source["root"], split=source["split"], padding=source["padding"])
         call = {"dataset": source, "dataset_name": "fairface", "identity": dataset.identity,
                 "batch_size": int(parameters.get("batch_size", 32))}
-        # embed_images' default chunk size: the notebooks' cache entries are made of these chunks
-        return [Stage(kind, spec, [notebook], load, call, len(dataset), 512)]
+        return [Stage(kind, spec, [notebook], load, call, len(dataset), _default(embed_images, "chunk_size"))]
     if kind == "colorfoil-scores":
-        return _colorfoil_stages(spec, notebook, parameters, data_root, load)
+        return _colorfoil_stages(spec, notebook, parameters, data_root, load, notebooks_dir)
     if kind == "generation" and notebook.startswith(GENERATION_NOTEBOOKS):
         return [_generation_stage(spec, notebook, parameters, notebooks_dir)]
     why = {"annotation": "zero-shot labels are not cached; the notebook computes them",
@@ -166,7 +173,8 @@ def _stages(kind: str, spec: str, notebook: str, parameters: dict, notebooks_dir
     return []
 
 
-def _colorfoil_stages(spec: str, notebook: str, parameters: dict, data_root, load: dict) -> list[Stage]:
+def _colorfoil_stages(spec: str, notebook: str, parameters: dict, data_root, load: dict,
+                      notebooks_dir: Path) -> list[Stage]:
     """One stage per data set, with the benchmark rebuilt exactly as the notebook rebuilds it."""
     from .colorfoil import benchmark as cf
     from .data import load_dataset
@@ -174,7 +182,7 @@ def _colorfoil_stages(spec: str, notebook: str, parameters: dict, data_root, loa
     splits = {"coco": parameters.get("coco_split", "val2017"), "flickr30k": parameters.get("flickr_splits", ["val", "test"])}
     datasets = {name: load_dataset(name, root=data_root, split=split) for name, split in splits.items()}
     max_foils = max(list(parameters.get("foil_counts", [1, 2, 4])) + [parameters.get("confusion_foils", 4)])
-    benchmark_dir = parameters.get("benchmark_dir")
+    benchmark_dir = _from_notebooks(parameters.get("benchmark_dir"), notebooks_dir)
     benchmarks = cf.benchmarks_for(
         datasets, benchmark_dir, foil_type_name=parameters.get("foil_type", "colour"),
         construction=parameters.get("construction", "ours"),
@@ -188,7 +196,8 @@ def _colorfoil_stages(spec: str, notebook: str, parameters: dict, data_root, loa
         call = {"dataset": {"name": name, "root": data_root, "split": splits[name]}, "dataset_name": name,
                 "identity": f"{dataset.identity}/{len(benchmarks[name])} pairs", "benchmark": benchmarks[name],
                 "max_foils": max_foils, "batch_size": int(parameters.get("batch_size", 32))}
-        stages.append(Stage("colorfoil-scores", spec, [notebook], load, call, len(benchmarks[name]), 256))
+        stages.append(Stage("colorfoil-scores", spec, [notebook], load, call, len(benchmarks[name]),
+                            _default(cf.score_benchmark, "chunk_size")))
     return stages
 
 

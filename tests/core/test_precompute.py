@@ -296,6 +296,13 @@ def test_precompute_refuses_what_the_preflight_refuses(tmp_path, monkeypatch):
         pc.precompute("demo", ["01a_self_similarity"], REPO, workers=0)
 
 
+def test_the_command_line_names_a_bad_argument(capsys):
+    from vlbias.__main__ import main
+
+    assert main(["precompute", "--profile", "demo", "--gpu-fraction", "2", "--project-dir", str(REPO)]) == 1
+    assert "--gpu-fraction must be in (0, 1], got 2.0" in capsys.readouterr().err
+
+
 def test_the_book_side_never_imports_ray():
     import subprocess
     import sys
