@@ -273,16 +273,23 @@ class Worker:
         self.threads = max(1, threads)
         self.model_key, self.model = None, None
         self.datasets: dict[str, Any] = {}
+        self.unloadable: dict[tuple, Exception] = {}  # a model that failed to load fails its other units at once
 
     def _model(self, stage: Stage):
         key = (stage.kind == "generation", stage.spec, repr(sorted(stage.load.items())))
+        if key in self.unloadable:
+            raise self.unloadable[key]
         if key != self.model_key:
             self.model, self.model_key = None, None  # release the old one before loading (GPU memory)
             _release_gpu_memory()
             from .models import load_image_text_model, load_text_to_image
 
             load = load_text_to_image if stage.kind == "generation" else load_image_text_model
-            self.model, self.model_key = load(stage.spec, **stage.load), key
+            try:
+                self.model, self.model_key = load(stage.spec, **stage.load), key
+            except Exception as error:
+                self.unloadable[key] = error
+                raise
         return self.model
 
     def _dataset(self, source: dict):

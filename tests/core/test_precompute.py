@@ -30,20 +30,21 @@ from vlbias.t2i.generation import generate_to_disk, read_manifest
 REPO = Path(__file__).resolve().parents[2]
 EMBEDDED = ["tiny:clip", "tiny:open-clip"]            # 01a's model_spec and model_specs (demo)
 SCORED = ["tiny:clip", "tiny:vilt"]                   # a dual encoder and a pairwise matcher
-# 04a's demo settings, with fewer images so the test stays short: 45 professions x 1 = 6 batches of 8
 ONLY = ["01a_self_similarity", "02b_colorfoil_evaluation", "04a_generation"]
+# 04a's demo settings, with fewer images so the test stays short: 45 professions x 1 = 6 batches of 8
 GENERATION = {"images_per_profession": 1, "batch_size": 8, "num_inference_steps": 4, "guidance_scale": 7.5,
               "height": 32, "width": 32}
 
 
-def assignments(out_dir: Path) -> list[str]:
+def assignments(out_dir: Path, broken: Path | None = None) -> list[str]:
+    specs = SCORED + ([str(broken)] if broken else [])
     return [f"04a_generation.output_dir={out_dir}",
             *(f"04a_generation.{key}={value}" for key, value in GENERATION.items() if key != "guidance_scale"),
-            f"02b_colorfoil_evaluation.model_specs=[{', '.join(SCORED)}]"]
+            f"02b_colorfoil_evaluation.model_specs=[{', '.join(specs)}]"]
 
 
 
-def notebook_calls(out_dir: Path, forbid_forward: bool = False, only=ONLY) -> dict:
+def notebook_calls(out_dir: Path, forbid_forward: bool = False) -> dict:
     """What the notebooks' cells compute (01a's embeddings, 02b's scores, 04a's images), in this process.
 
     ``forbid_forward``: every model's forward pass raises, so the call must find everything cached.
@@ -66,7 +67,7 @@ def notebook_calls(out_dir: Path, forbid_forward: bool = False, only=ONLY) -> di
 
     result = {}
     fairface = load_dataset("fairface", root="fixture", split="train", padding="1.25")
-    for spec in EMBEDDED if "01a_self_similarity" in only else ():  # 01a: embed_images(model, dataset, batch_size=batch_size, decode_workers=...)
+    for spec in EMBEDDED:  # 01a: embed_images(model, dataset, batch_size=batch_size, decode_workers=...)
         result[spec] = embed_images(load(load_image_text_model, spec, "encode_images"), fairface, batch_size=64,
                                     progress=False)
     # 02b's cells with the notebook's defaults
@@ -78,7 +79,7 @@ def notebook_calls(out_dir: Path, forbid_forward: bool = False, only=ONLY) -> di
                                    targets=["blue", "black", "red", "pink", "yellow", "grey", "orange", "white",
                                             "green", "brown"], max_foils=4, seed=0, max_pairs=None, progress=False)
     datasets, _ = cf.with_foils(datasets, benchmarks, "colour")
-    for spec in SCORED if "02b_colorfoil_evaluation" in only else ():
+    for spec in SCORED:
         model = load(load_image_text_model, spec, "score_candidates", "encode_images", "encode_texts")
         for name, dataset in datasets.items():
             result[spec, name] = cf.score_benchmark(model, dataset, benchmarks[name], max_foils=4, batch_size=16,
@@ -134,18 +135,17 @@ def local_ray():
     ray.shutdown()
 
 
-def run_precompute(tmp_path: Path, monkeypatch, lines: list[str], only=ONLY) -> tuple[dict, Path, Path]:
+def run_precompute(tmp_path: Path, monkeypatch, lines: list[str], broken=None) -> tuple[dict, Path, Path]:
     cache, out_dir = tmp_path / "ray-cache", tmp_path / "ray-out"
     monkeypatch.setenv("VLBIAS_CACHE_DIR", str(cache))
-    summary = pc.precompute("demo", only, REPO, assignments(out_dir), workers=2, threads=1, write=lines.append,
-                            progress_every_s=0)
+    summary = pc.precompute("demo", ONLY, REPO, assignments(out_dir, broken), workers=2, threads=1,
+                            write=lines.append, progress_every_s=0)
     return summary, cache, out_dir
 
 
-def assert_same_as_reference(reference: dict, cache: Path, out_dir: Path, monkeypatch, only=ONLY) -> None:
+def assert_same_as_reference(reference: dict, cache: Path, out_dir: Path, monkeypatch) -> None:
     chunks = chunk_rows(cache)
-    if only == ONLY:
-        assert chunks.keys() == reference["chunks"].keys()  # same keys: same entries, same chunk files
+    assert chunks.keys() == reference["chunks"].keys()  # same keys: same entries, same chunk files
     for name, rows in chunks.items():
         expected = reference["chunks"][name]
         assert rows.dtype == expected.dtype and rows.tobytes() == expected.tobytes(), name
@@ -159,45 +159,40 @@ def assert_same_as_reference(reference: dict, cache: Path, out_dir: Path, monkey
         assert (run_dir / name).read_bytes() == png, name
     # the notebooks' calls now find everything: no forward pass runs, and they give the same values
     monkeypatch.setenv("VLBIAS_CACHE_DIR", str(cache))
-    cached = notebook_calls(out_dir, forbid_forward=True, only=only)
+    cached = notebook_calls(out_dir, forbid_forward=True)
     for key, value in cached.items():
         if isinstance(value, np.ndarray):
             np.testing.assert_array_equal(value, reference["values"][key])
 
 
-@pytest.mark.slow  # a Ray instance and its workers: the two tests take about a minute on 2 cores
-def test_precompute_on_two_ray_workers_writes_what_one_process_writes(reference, local_ray, tmp_path, monkeypatch):
+@pytest.mark.slow  # a Ray instance, its workers and the reference: about a minute on 2 quiet cores
+def test_two_ray_workers_one_killed_mid_chunk_write_what_one_process_writes(reference, local_ray, tmp_path,
+                                                                            monkeypatch):
+    marker = tmp_path / "crash-once"
+    marker.write_text("generation:3")  # the worker drawing batch 3 exits inside the diffusion forward, once
+    monkeypatch.setenv(pc.CRASH_ONCE_ENV, str(marker))
+    broken = tmp_path / "not-a-model"  # a local directory spec the preflight accepts and no loader can load
+    broken.mkdir()
     lines: list[str] = []
-    summary, cache, out_dir = run_precompute(tmp_path, monkeypatch, lines)
-    assert not summary["failures"], summary["failures"]
-    # 2 embedding chunks, 4 score chunks (2 models x 2 data sets, one chunk each), 6 generation batches
+    summary, cache, out_dir = run_precompute(tmp_path, monkeypatch, lines, broken=broken)
+    monkeypatch.delenv(pc.CRASH_ONCE_ENV)
+    # the broken model's two stages failed, with its reason, and every other stage ran
+    assert sorted(summary["failures"]) == [f"colorfoil-scores {broken} (coco)", f"colorfoil-scores {broken} (flickr30k)"]
+    assert any(f"FAILED colorfoil-scores {broken}" in line for line in lines)
+    # the crash happened; Ray restarted the dead actor and retried its unit: three processes finished units
+    assert not marker.exists() and len({pid for _, pid in summary["processes"]}) == 3
+    assert not list((out_dir / "tiny_sd" / "plain").glob(".*.tmp"))  # nothing half-written left behind
+    # 2 embedding chunks, 6 score chunks (3 models x 2 data sets, one chunk each), 6 generation batches;
+    # every item computed once: the lost batch was drawn again, nothing finished was redone
     pairs = sum(len(value) for key, value in reference["values"].items() if isinstance(key, tuple))
-    assert summary["units"] == 12 and summary["computed"] == 2 * 252 + pairs + 45
-    assert len({pid for _, pid in summary["processes"]}) == 2  # both workers took units
-    assert any("12/12 chunks done" in line and "images/s" in line and "ETA" in line for line in lines), lines
+    assert summary["units"] == 14 and summary["computed"] == 2 * 252 + pairs + 45
+    assert any("14/14 chunks done" in line and "images/s" in line and "ETA" in line for line in lines), lines
     assert_same_as_reference(reference, cache, out_dir, monkeypatch)
     # planned again, the finished generation batches are not redone (cache chunks are read and verified
     # by the workers, which need the model for the key: their computed count says whether they ran)
     again = pc.build_work("demo", ONLY, REPO, assignments(out_dir))
     assert [work.kind for work in again.stages].count("generation") == 1 and again.finished == 6
     assert sorted({again.stages[position].kind for position, _ in again.units}) == ["colorfoil-scores", "image-embeddings"]
-
-
-@pytest.mark.slow
-def test_a_worker_killed_mid_chunk_loses_only_its_chunk(reference, local_ray, tmp_path, monkeypatch):
-    marker = tmp_path / "crash-once"
-    marker.write_text("generation:3")  # the worker drawing batch 3 exits inside the diffusion forward
-    monkeypatch.setenv(pc.CRASH_ONCE_ENV, str(marker))
-    lines: list[str] = []
-    summary, cache, out_dir = run_precompute(tmp_path, monkeypatch, lines, only=["04a_generation"])
-    assert not marker.exists()  # the crash happened
-    assert summary["units"] == 6 and summary["computed"] == 45  # the lost batch drawn once, nothing else redone
-    assert not summary["failures"], summary["failures"]
-    # Ray restarted the dead actor and retried its unit: three worker processes finished units
-    assert len({pid for _, pid in summary["processes"]}) == 3
-    assert not list((out_dir / "tiny_sd" / "plain").glob(".*.tmp"))  # nothing half-written left behind
-    monkeypatch.delenv(pc.CRASH_ONCE_ENV)
-    assert_same_as_reference(reference, cache, out_dir, monkeypatch, only=["04a_generation"])
 
 
 # --------------------------------------------------------------------------- the hooks, without Ray
