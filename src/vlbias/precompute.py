@@ -168,7 +168,7 @@ def _stages(kind: str, spec: str, notebook: str, parameters: dict, notebooks_dir
     if kind == "generation" and notebook.startswith(GENERATION_NOTEBOOKS):
         return [_generation_stage(spec, notebook, parameters, notebooks_dir)]
     why = {"annotation": "zero-shot labels are not cached; the notebook computes them",
-           "generation": "its own sampler or prompts; the notebook draws them (resumable)"}.get(kind, "not covered")
+           "generation": "its own sampler or prompts; the notebook draws them, resumably"}.get(kind, "not covered")
     work.left.append(f"{notebook}: {kind} with {spec} ({why})")
     return []
 
