@@ -1,4 +1,4 @@
-"""Command line: ``python -m vlbias plan|run|build|list|open|tiny``."""
+"""Command line: ``python -m vlbias plan|precompute|run|build|list|open|tiny``."""
 
 from __future__ import annotations
 
@@ -25,11 +25,17 @@ def _parser() -> argparse.ArgumentParser:
 
     plan = commands.add_parser("plan", help="preflight, offline: data, models, GPU-hours, disk and timeouts "
                                             "per notebook; exits 1 with what to fix")
-    plan.add_argument("--profile", default="full", help="parameter file params/<profile>.yml")
-    plan.add_argument("--only", action="append", default=[], metavar="NAME", help="this notebook only; repeatable")
-    plan.add_argument("--set", action="append", default=[], dest="assignments", metavar="KEY=VALUE",
-                      help="a parameter as the run would get it")
-    plan.add_argument("--project-dir", type=Path, default=None)
+    _plan_arguments(plan)
+
+    pre = commands.add_parser("precompute", help="run the plan's heavy stages (embeddings, ColorFoil scores, "
+                                                 "generated images) on Ray, into the caches the notebooks read")
+    _plan_arguments(pre)
+    pre.add_argument("--ray", default=None, metavar="ADDRESS",
+                     help="join this Ray cluster (e.g. ray://head:10001 or head:6379); default: a local instance")
+    pre.add_argument("--workers", type=int, default=None, help="Ray actors per pool (default: as many as fit)")
+    pre.add_argument("--threads", type=int, default=None, help="CPU threads per actor (default: CPUs / workers)")
+    pre.add_argument("--gpu-fraction", type=float, default=0.25,
+                     help="GPU share of an actor running an image-text model (Stable Diffusion takes a whole GPU)")
 
     build = commands.add_parser("build", help="build the book from the executed notebooks")
     build.add_argument("--project-dir", type=Path, default=None)
@@ -49,6 +55,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _plan_arguments(parser: argparse.ArgumentParser) -> None:
+    """What selects a plan: the preflight and precompute take the same."""
+    parser.add_argument("--profile", default="full", help="parameter file params/<profile>.yml")
+    parser.add_argument("--only", action="append", default=[], metavar="NAME", help="this notebook only; repeatable")
+    parser.add_argument("--set", action="append", default=[], dest="assignments", metavar="KEY=VALUE",
+                        help="a parameter as the run would get it")
+    parser.add_argument("--project-dir", type=Path, default=None)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from . import runner
@@ -61,6 +76,11 @@ def main(argv: list[str] | None = None) -> int:
             from . import plan
 
             return plan.main(args.profile, args.only, args.project_dir, args.assignments)
+        if args.command == "precompute":
+            from . import precompute
+
+            return precompute.main(args.profile, args.only, args.project_dir, args.assignments, args.ray,
+                                   args.workers, args.threads, args.gpu_fraction)
         if args.command == "build":
             return runner.build_book(runner.find_project_root(args.project_dir))
         if args.command == "list":

@@ -35,8 +35,10 @@ import tempfile
 import warnings
 import zipfile
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 from filelock import FileLock, Timeout
@@ -212,6 +214,49 @@ def _first_chunk_layout(directory: Path, meta: dict) -> tuple[list[int], str] | 
     return None
 
 
+# --------------------------------------------------------------------------- selected chunks
+
+
+class ChunksSelected(Exception):
+    """Raised by :func:`compute_chunked` inside :func:`only_chunks` once its chunks are done; the
+    ``with`` block swallows it, so the caller's remaining work (which needs every row) is skipped."""
+
+
+@dataclass
+class ChunkSelection:
+    """What :func:`compute_chunked` did inside :func:`only_chunks`: the entry it opened and which of
+    the selected chunks it computed (the others were already cached and verified)."""
+
+    indices: frozenset[int]
+    directory: Path | None = None
+    n_items: int = 0
+    chunk_size: int = 0
+    computed: list[int] = field(default_factory=list)
+    loaded: list[int] = field(default_factory=list)
+
+
+_SELECTION: ContextVar[ChunkSelection | None] = ContextVar("vlbias_chunk_selection", default=None)
+
+
+@contextmanager
+def only_chunks(indices: Iterable[int]) -> Iterator[ChunkSelection]:
+    """Within the block, the first :func:`compute_chunked` call fills only chunks ``indices`` of its
+    entry, through the very key and ``compute_fn`` its caller built, then ends the block.
+
+    For workers that each take some chunks of an entry (``python -m vlbias precompute``): they call
+    the same function a notebook calls (``embed_images``, ...) and write the same files. An empty
+    selection opens the entry and computes nothing (to learn its folder and size).
+    """
+    selection = ChunkSelection(frozenset(int(i) for i in indices))
+    token = _SELECTION.set(selection)
+    try:
+        yield selection
+    except ChunksSelected:
+        pass
+    finally:
+        _SELECTION.reset(token)
+
+
 # --------------------------------------------------------------------------- entries
 
 
@@ -280,11 +325,14 @@ def compute_chunked(key_parts: dict[str, Any], n_items: int, compute_fn: Callabl
     if n_items == 0:
         return np.asarray(compute_fn(0, 0))
     n_chunks = -(-n_items // chunk_size)
+    selection = _SELECTION.get()
     directory, meta = None, {}
-    if cache:
+    if cache or selection is not None:
         with explained_write_errors(None):
             directory = entry_dir(key_parts, kind)
             meta = _open_entry(directory, key_parts, n_items, chunk_size)
+    if selection is not None:
+        return _compute_selected(selection, directory, meta, n_items, chunk_size, compute_fn)
 
     result = None
     bar = tqdm(total=n_chunks, desc=desc or f"{kind} chunks", unit="chunk", disable=not progress, leave=False)
@@ -309,6 +357,24 @@ def compute_chunked(key_parts: dict[str, Any], n_items: int, compute_fn: Callabl
     finally:
         bar.close()
     return result
+
+
+def _compute_selected(selection: ChunkSelection, directory: Path, meta: dict, n_items: int, chunk_size: int,
+                      compute_fn: Callable[[int, int], np.ndarray]) -> None:
+    """The selected chunks of one entry, cached like any other (see :func:`only_chunks`)."""
+    n_chunks = -(-n_items // chunk_size)
+    selection.directory, selection.n_items, selection.chunk_size = directory, n_items, chunk_size
+    calls: list[int] = []  # the chunks compute_fn ran for (the others were read)
+
+    def counted(begin: int, end: int) -> np.ndarray:
+        calls.append(begin // chunk_size)
+        return compute_fn(begin, end)
+
+    for index in sorted(i for i in selection.indices if 0 <= i < n_chunks):
+        start, stop = index * chunk_size, min(n_items, (index + 1) * chunk_size)
+        _cached_chunk(directory, index, start, stop, meta, counted, True, n_chunks - index)
+        (selection.computed if index in calls else selection.loaded).append(index)
+    raise ChunksSelected
 
 
 def _cached_chunk(directory: Path, index: int, start: int, stop: int, meta: dict,

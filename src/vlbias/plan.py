@@ -59,6 +59,9 @@ class NotebookPlan:
     gpu_hours: float = 0.0
     disk_gb: float = 0.0
     problems: list[str] = field(default_factory=list)
+    #: the heavy stages as (kind, model spec): "image-embeddings", "colorfoil-scores", "generation",
+    #: "annotation"; ``python -m vlbias precompute`` runs them from this same plan
+    stages: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def timeout_ok(self) -> bool:
@@ -223,6 +226,7 @@ def _plan_notebook(name: str, parameters: dict, timeout_s: float, embedded: set)
             hours += data["images"] / rate / 3600
             plan.disk_gb += data["images"] * 1024 * FLOAT_BYTES / 1e9
             plan.work.append(f"{spec}: {data['images']:,} image embeddings at {rate:g}/s")
+            plan.stages.append(("image-embeddings", spec))
     elif name.startswith(("02a", "02b")):
         splits = {"coco": parameters.get("coco_split", "val2017"),
                   "flickr30k": parameters.get("flickr_splits", ["val", "test"])}
@@ -231,6 +235,7 @@ def _plan_notebook(name: str, parameters: dict, timeout_s: float, embedded: set)
             width = 1 + max(list(parameters.get("foil_counts", [1, 2, 4])) + [parameters.get("confusion_foils", 4)])
             pairs = sum(COLORFOIL_PAIRS.values())
             for spec in _specs(parameters):
+                plan.stages.append(("colorfoil-scores", spec))
                 family = _matcher_family(spec)
                 if family:
                     rate = THROUGHPUT["pairwise matches/s"][family]
@@ -268,12 +273,14 @@ def _plan_notebook(name: str, parameters: dict, timeout_s: float, embedded: set)
             embedded.add(key)
             hours += images * steps / THROUGHPUT["diffusion steps/s (512 px, fp16)"] / 3600
             plan.disk_gb += images * BYTES_PER_PNG / 1e9
+            plan.stages.append(("generation", parameters.get("t2i_spec")))
             plan.work.append(f"{images:,} images ({professions} professions x {per_profession}"
                              f"{f' x {runs} noise scales' if runs > 1 else ''}) at {steps} steps")
         if parameters.get("annotator_spec"):
             rate = THROUGHPUT["image embeddings/s"][_architecture(parameters["annotator_spec"])]
             hours += images / rate / 3600
             plan.work.append(f"{images:,} zero-shot annotations with {parameters['annotator_spec']}")
+            plan.stages.append(("annotation", parameters["annotator_spec"]))
     plan.gpu_hours = hours
     for row in plan.data:
         if not row["present"]:

@@ -18,7 +18,7 @@ import io
 import os
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import pandas as pd
 from filelock import FileLock, Timeout
@@ -181,12 +181,14 @@ def _finished_jobs(out_dir: Path) -> set[int]:
 
 
 def generate_to_disk(model: TextToImageModel, jobs: pd.DataFrame, out_dir: str | Path, batch_size: int = 4,
-                     progress: bool = True, **settings: Any) -> pd.DataFrame:
+                     progress: bool = True, only: Iterable[int] | None = None, **settings: Any) -> pd.DataFrame:
     """Generate every job not yet on disk; return the manifest of all finished jobs.
 
     ``settings`` (num_inference_steps, guidance_scale, height, width, ...) go to
     ``model.generate`` and are recorded in the manifest, one column each. Several processes may
     run this on one folder at once: each draws the jobs no other is drawing, then waits for those.
+    ``only`` (job ids, i.e. row positions of ``jobs``) draws just those jobs of the list: a worker
+    of ``python -m vlbias precompute`` takes one batch this way.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -202,7 +204,8 @@ def generate_to_disk(model: TextToImageModel, jobs: pd.DataFrame, out_dir: str |
     if (out_dir / MANIFEST).exists() and (out_dir / MANIFEST).stat().st_size:
         _check_header(out_dir / MANIFEST, columns)
     finished = _finished_jobs(out_dir)
-    pending = [i for i in range(len(jobs)) if i not in finished]
+    wanted = range(len(jobs)) if only is None else sorted({int(i) for i in only} & set(range(len(jobs))))
+    pending = [i for i in wanted if i not in finished]
 
     claims = out_dir / ".claims"
     claims.mkdir(exist_ok=True)
