@@ -115,7 +115,7 @@ def test_chat_lm_scoring_and_generation_equal_the_chat_template_reference(smollm
     from vlbias.harms.measures import chat_prompt
 
     tokenizer = smollm2_tokenizer
-    model, recorded = build("HuggingFaceTB/SmolLM2-1.7B-Instruct", num_hidden_layers=2)
+    model, _ = build("HuggingFaceTB/SmolLM2-1.7B-Instruct", num_hidden_layers=2)
     assert len(tokenizer) == model.config.vocab_size and tokenizer.chat_template
     instruction = "Write one sentence about a nurse who"
     messages = [{"role": "user", "content": instruction}]
