@@ -8,7 +8,8 @@ For each notebook it says what the run needs and what it will cost before any GP
   ``resources/hub_models.json`` (and whether its files are already in the local hub cache), a local
   directory, a package asset or a ``tiny:`` fixture;
 - the images and forward passes it will run, GPU-hours at the throughputs in :data:`THROUGHPUT`
-  (stated, not measured here), disk for caches and images;
+  (``resources/plan_throughputs.json``: estimates, not measurements, and the report says so), disk
+  for caches and images, download sizes (estimates from ``resources/hub_models.json``);
 - whether the profile's timeout for it covers the estimate.
 
 Anything that would stop the run is collected in an actionable list and the command exits 1.
@@ -25,15 +26,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
-#: Throughputs the estimates assume, on one A100-class GPU (40 GB), fp32 unless noted. Stated
-#: assumptions, not measurements: a slower GPU scales every GPU-hour figure by the same factor.
-THROUGHPUT = {
-    "image embeddings/s": {"ViT-B-32": 800.0, "ViT-B-16": 300.0, "ViT-L-14": 80.0, "default": 200.0},
-    "text embeddings/s": 2000.0,
-    "pairwise matches/s": {"vilt": 150.0, "bridgetower": 60.0, "default": 60.0},
-    "diffusion steps/s (512 px, fp16)": 25.0,   # per image: 50 steps = 2 s
-    "generated tokens/s": 400.0,                 # a 1.7B causal LM, batched
-}
+#: Throughputs the estimates assume (``resources/plan_throughputs.json``, whose ``_source`` says where
+#: they come from: assumptions, not measurements). A slower GPU scales every GPU-hour figure alike.
+THROUGHPUT_FILE = "plan_throughputs.json"
+HUB_MODELS_FILE = "hub_models.json"
+
+
+def _resource_json(name: str) -> dict:
+    return json.loads(resources.files("vlbias").joinpath("resources", name).read_text(encoding="utf-8"))
+
+
+THROUGHPUT = {key: value for key, value in _resource_json(THROUGHPUT_FILE).items() if not key.startswith("_")}
 #: decoded image sizes and cache footprints used for the disk column
 BYTES_PER_PNG = 450_000
 FLOAT_BYTES = 4
@@ -45,8 +48,8 @@ KNOWN_SIZES = {("fairface", "train"): 86_744, ("fairface", "val"): 10_954, ("coc
 #: ColorFoil pairs per data set (the paper's counts), before the data are read
 COLORFOIL_PAIRS = {"coco": 2_511, "flickr30k": 2_500}
 
-SPEC_KEYS = ("model_spec", "model_specs", "annotator_spec", "t2i_spec", "lm_spec", "generator_spec",
-             "classifier_spec", "sentence_encoder_spec")
+SPEC_KEYS = ("model_spec", "model_specs", "annotator_spec", "second_annotator_spec", "t2i_spec", "lm_spec",
+             "generator_spec", "classifier_spec", "sentence_encoder_spec", "blind_lm_spec")
 
 
 @dataclass
@@ -73,8 +76,7 @@ class NotebookPlan:
 
 def hub_models() -> dict[str, dict]:
     """The hub ids the profiles use, with kind and size (``resources/hub_models.json``)."""
-    text = resources.files("vlbias").joinpath("resources", "hub_models.json").read_text(encoding="utf-8")
-    return {key: value for key, value in json.loads(text).items() if not key.startswith("_")}
+    return {key: value for key, value in _resource_json(HUB_MODELS_FILE).items() if not key.startswith("_")}
 
 
 def _in_hub_cache(repo_id: str) -> bool:
@@ -119,7 +121,7 @@ def resolve_model(spec: str) -> dict:
         else:
             row["resolved"] = f"hub id, {known['kind']} ({known['architecture']})"
             row["weights"] = "in the local hub cache" if _in_hub_cache(parsed.name) else \
-                f"to download once ({known['download_gb']} GB)"
+                f"to download once (~{known['download_gb']} GB, estimate: resources/{HUB_MODELS_FILE})"
     return row
 
 
@@ -225,7 +227,7 @@ def _plan_notebook(name: str, parameters: dict, timeout_s: float, embedded: set)
             rate = THROUGHPUT["image embeddings/s"].get(_architecture(spec), THROUGHPUT["image embeddings/s"]["default"])
             hours += data["images"] / rate / 3600
             plan.disk_gb += data["images"] * 1024 * FLOAT_BYTES / 1e9
-            plan.work.append(f"{spec}: {data['images']:,} image embeddings at {rate:g}/s")
+            plan.work.append(f"{spec}: {data['images']:,} image embeddings at an assumed {rate:g}/s")
             plan.stages.append(("image-embeddings", spec))
     elif name.startswith(("02a", "02b")):
         splits = {"coco": parameters.get("coco_split", "val2017"),
@@ -234,17 +236,21 @@ def _plan_notebook(name: str, parameters: dict, timeout_s: float, embedded: set)
         if name.startswith("02b"):
             width = 1 + max(list(parameters.get("foil_counts", [1, 2, 4])) + [parameters.get("confusion_foils", 4)])
             pairs = sum(COLORFOIL_PAIRS.values())
-            for spec in _specs(parameters):
+            for spec in parameters.get("model_specs") or []:
                 plan.stages.append(("colorfoil-scores", spec))
                 family = _matcher_family(spec)
                 if family:
                     rate = THROUGHPUT["pairwise matches/s"][family]
                     hours += pairs * width / rate / 3600
-                    plan.work.append(f"{spec}: {pairs * width:,} image-text matches at {rate:g}/s")
+                    plan.work.append(f"{spec}: {pairs * width:,} image-text matches at an assumed {rate:g}/s")
                 else:
                     rate = THROUGHPUT["image embeddings/s"]["default"]
                     hours += pairs / rate / 3600 + pairs * width / THROUGHPUT["text embeddings/s"] / 3600
                     plan.work.append(f"{spec}: {pairs:,} images and up to {pairs * width:,} texts embedded")
+            if parameters.get("blind_lm_spec"):
+                hours += pairs * width / THROUGHPUT["text embeddings/s"] / 3600
+                plan.work.append(f"{parameters['blind_lm_spec']}: up to {pairs * width:,} captions and foils scored "
+                                 "without the image (blind baseline)")
     elif name.startswith("02c"):
         present = importlib.util.find_spec("easy_vqa") is not None
         plan.data.append({"dataset": "easy-vqa", "split": "train+test", "present": present, "images": 0,
@@ -275,11 +281,12 @@ def _plan_notebook(name: str, parameters: dict, timeout_s: float, embedded: set)
             plan.disk_gb += images * BYTES_PER_PNG / 1e9
             plan.stages.append(("generation", parameters.get("t2i_spec")))
             plan.work.append(f"{images:,} images ({professions} professions x {per_profession}"
-                             f"{f' x {runs} noise scales' if runs > 1 else ''}) at {steps} steps")
+                             f"{f' x {runs} noise scales' if runs > 1 else ''}) at {steps} steps, an assumed "
+                             f"{THROUGHPUT['diffusion steps/s (512 px, fp16)']:g} steps/s")
         if parameters.get("annotator_spec"):
             rate = THROUGHPUT["image embeddings/s"][_architecture(parameters["annotator_spec"])]
             hours += images / rate / 3600
-            plan.work.append(f"{images:,} zero-shot annotations with {parameters['annotator_spec']}")
+            plan.work.append(f"{images:,} zero-shot annotations with {parameters['annotator_spec']} at an assumed {rate:g}/s")
             plan.stages.append(("annotation", parameters["annotator_spec"]))
     plan.gpu_hours = hours
     for row in plan.data:
@@ -305,12 +312,16 @@ def make_plan(profile: str = "full", only: Iterable[str] = (), project_dir: Path
 
 
 def report(plans: list[NotebookPlan]) -> str:
-    lines = ["Throughputs assumed (one A100-class GPU; scale GPU-hours for yours): "
+    lines = [f"GPU-hours, disk and download sizes below are ESTIMATES. Throughputs assumed (src/vlbias/resources/"
+             f"{THROUGHPUT_FILE}: {_resource_json(THROUGHPUT_FILE)['_source']}): "
              + "; ".join(f"{k} {v if not isinstance(v, dict) else ', '.join(f'{a} {b:g}' for a, b in v.items())}"
-                         for k, v in THROUGHPUT.items()), ""]
+                         for k, v in THROUGHPUT.items()),
+             f"Download sizes: src/vlbias/resources/{HUB_MODELS_FILE} ({_resource_json(HUB_MODELS_FILE)['_download_gb_source']})",
+             ""]
     for plan in plans:
-        lines.append(f"== {plan.name}: ~{plan.gpu_hours:.2f} GPU-hours, ~{plan.disk_gb:.1f} GB of caches/images, "
-                     f"timeout {plan.timeout_s / 3600:.1f} h ({'enough' if plan.timeout_ok else 'TOO SHORT'})")
+        lines.append(f"== {plan.name}: ~{plan.gpu_hours:.2f} GPU-hours (estimate), ~{plan.disk_gb:.1f} GB of "
+                     f"caches/images (estimate), timeout {plan.timeout_s / 3600:.1f} h "
+                     f"({'enough' if plan.timeout_ok else 'TOO SHORT'} for the estimate x {TIMEOUT_HEADROOM})")
         for row in plan.data:
             lines.append(f"   data  {row['dataset']} ({row['split']}): "
                          + (f"present, {row['images']:,} images" if row["present"] else "MISSING"))
@@ -328,7 +339,7 @@ def report(plans: list[NotebookPlan]) -> str:
         lines.append(f"{len(problems)} problem(s) to fix before the run:")
         lines += [f"  [{name}] {problem}" for name, problem in problems]
     else:
-        lines.append(f"Ready: {sum(p.gpu_hours for p in plans):.1f} GPU-hours in all, "
+        lines.append(f"Ready: an estimated {sum(p.gpu_hours for p in plans):.1f} GPU-hours in all, "
                      f"{sum(p.disk_gb for p in plans):.1f} GB of disk.")
     return "\n".join(lines)
 

@@ -5,7 +5,8 @@ architecture configs and CLIP's BPE vocabulary), loaded through our spec path (`
 the weights served from memory instead of the hub), and compared with Hugging Face's ``CLIPModel``
 and ``CLIPProcessor`` (the markedness release's code path) holding the same weights, converted to
 their layout. The same weights through a GELU build differ: this is the check that catches a model
-built with the wrong activation (issue 9, item 1). ``openai/clip-vit-base-patch32`` through our
+built with the wrong activation (issue 9, item 1). ``ViT-B-32/laion2b_s34b_b79k`` (trained with GELU)
+is compared with the LAION checkpoint's Hugging Face layout, whose config says GELU. ``openai/clip-vit-base-patch32`` through our
 Hugging Face path is compared with the ColorFoil notebook's way of scoring (``logits_per_image`` of
 the caption and its foils).
 """
@@ -91,6 +92,8 @@ CASES = [
     ("ViT-B-32", "openai", "openai/clip-vit-base-patch32"),
     ("ViT-B-16", "openai", "openai/clip-vit-base-patch16"),
     ("ViT-L-14", "openai", "openai/clip-vit-large-patch14"),
+    # Part I's fourth model and Part IV's second annotator: trained with GELU, built with GELU
+    ("ViT-B-32", "laion2b_s34b_b79k", "laion/CLIP-ViT-B-32-laion2B-s34B-b79K"),
 ]
 
 
@@ -156,7 +159,7 @@ def test_hf_clip_spec_path_equals_the_colorfoil_notebook_scoring():
 @pytest.mark.parametrize("architecture, tag, hub_id", CASES)
 def test_open_clip_spec_path_equals_hugging_face_clip(architecture, tag, hub_id):
     case = clip_case(architecture, tag, hub_id)
-    assert case.ours.quick_gelu
+    assert case.ours.quick_gelu == (tag == "openai")  # the activation each tag's weights were trained with
     images = sample_images(1 if architecture == "ViT-L-14" else 2)
     # the networks on identical pixels: equal to float tolerance
     pixels = our_pixels(case.ours, images)

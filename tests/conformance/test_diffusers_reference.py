@@ -3,8 +3,9 @@ too) against a plain diffusers ``StableDiffusionPipeline`` call on the same chec
 
 The UNet (860M parameters), VAE and CLIP text encoder take SD 1.4's recorded configs; images are
 64 px with 2 steps, the least that runs every part of the sampling path (PNDM's first and later
-steps, guidance, VAE decoding) on a CPU in about a minute. The tokenizer is the tiny fixture's
-byte-level one (both paths read the same files; the text encoder keeps CLIP's 49,408-token table).
+steps, guidance, VAE decoding) on a CPU in about a minute. The tokenizer is SD 1.4's own: CLIP's BPE
+(49,408 tokens, shipped with open_clip, written as ``vocab.json``/``merges.txt`` by
+``write_clip_tokenizer_files``), so the prompts reach the text encoder as the real tokens.
 """
 
 import gc
@@ -26,14 +27,16 @@ def sd14_dir(tmp_path_factory):
     from diffusers import AutoencoderKL, PNDMScheduler, StableDiffusionPipeline, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
 
-    from vlbias.models import tiny_checkpoint
+    from vlbias.models.conversion import write_clip_tokenizer_files
 
     record = json.loads(resources.files("vlbias").joinpath(
         "resources", "hf_configs", "CompVis--stable-diffusion-v1-4.json").read_text(encoding="utf-8"))
-    tokenizer = CLIPTokenizer.from_pretrained(tiny_checkpoint("sd") / "tokenizer", **record["tokenizer"])
+    files = write_clip_tokenizer_files(tmp_path_factory.mktemp("clip-bpe"))
+    tokenizer = CLIPTokenizer.from_pretrained(files, **record["tokenizer"])
+    text_config = record["text_encoder"]
+    assert len(tokenizer) == text_config["vocab_size"]  # CLIP's real vocabulary, every id in the table
+    assert tokenizer.tokenize("A photo of an accountant") == ["a</w>", "photo</w>", "of</w>", "an</w>", "accountant</w>"]
     torch.manual_seed(0)
-    text_config = {**record["text_encoder"], "bos_token_id": tokenizer.bos_token_id,
-                   "eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id}
     pipeline = StableDiffusionPipeline(
         unet=UNet2DConditionModel(**record["unet"]), vae=AutoencoderKL(**record["vae"]),
         text_encoder=CLIPTextModel(CLIPTextConfig(**text_config)), tokenizer=tokenizer,

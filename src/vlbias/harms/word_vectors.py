@@ -20,6 +20,7 @@ neither form are returned as missing, never silently dropped.
 from __future__ import annotations
 
 import gzip
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -193,13 +194,17 @@ def load_sentence_encoder(spec: str, device: str = "cpu"):
     location = locate_checkpoint(spec).path
     tokenizer = AutoTokenizer.from_pretrained(location)
     model = AutoModel.from_pretrained(location).to(device).eval()
+    # a sentence-transformers checkpoint truncates at its own max_seq_length (all-MiniLM-L6-v2: 256
+    # tokens), not at the tokenizer's 512
+    st_config = Path(location) / "sentence_bert_config.json"
+    max_length = json.loads(st_config.read_text(encoding="utf-8"))["max_seq_length"] if st_config.is_file() else None
 
     def encode(texts: Sequence[str], batch_size: int = 64, progress: bool = True) -> np.ndarray:
         chunks = []
         starts = range(0, len(texts), batch_size)
         for start in tqdm(starts, desc="encode sentences", disable=not progress or len(starts) < 2):
             batch = tokenizer(list(texts[start:start + batch_size]), padding=True, truncation=True,
-                              return_tensors="pt").to(device)
+                              max_length=max_length, return_tensors="pt").to(device)
             with torch.no_grad():
                 hidden = model(**batch).last_hidden_state
             mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)

@@ -108,3 +108,31 @@ def write_clip_tokenizer_files(directory: str | Path) -> Path:
     (directory / "merges.txt").write_text("#version: 0.2\n" + "\n".join(" ".join(pair) for pair in merges) + "\n",
                                           encoding="utf-8")
     return directory
+
+
+def write_byte_level_bpe_files(directory: str | Path, words, leading: tuple[str, ...] = (),
+                               trailing: tuple[str, ...] = ()) -> Path:
+    """``vocab.json`` and ``merges.txt`` of a stand-in GPT-2/RoBERTa-style byte-level BPE: the
+    ``leading`` special tokens, every byte, merges that build each of ``words`` after a space
+    (``Ġ`` + word, one symbol at a time), then the ``trailing`` special tokens.
+
+    GPT-2's and RoBERTa's own merge tables are not available offline; this keeps their format,
+    pre-tokenizer and merge algorithm so that the conformance tests run the same tokenizer classes
+    on a small vocabulary whose ids index the models' full embedding tables.
+    """
+    merges, merged = [], []
+    for word in sorted(set(words)):
+        symbol = _bytes_to_unicode()[ord(" ")]
+        for character in word:
+            if (symbol, character) not in merges:
+                merges.append((symbol, character))
+                merged.append(symbol + character)
+            symbol += character
+    vocabulary = list(leading) + list(_bytes_to_unicode().values()) + merged + list(trailing)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "vocab.json").write_text(json.dumps({token: i for i, token in enumerate(vocabulary)}),
+                                          encoding="utf-8")
+    (directory / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges),
+                                          encoding="utf-8")
+    return directory

@@ -1,0 +1,160 @@
+"""Section 2 of issue 9: ColorFoil's other dual encoders (ALIGN, AltCLIP, CLIPSeg, GroupViT) through our
+spec path against the ColorFoil notebook's way of scoring.
+
+Each model is built at full size from the hub checkpoint's recorded config (``resources/hf_configs``)
+with random weights, in the class the hub checkpoint is saved as (CLIPSeg's is
+``CLIPSegForImageSegmentation``: our loader must find its CLIP towers under the ``clip.`` prefix). The
+reference is scored first, on the model in memory, as the ColorFoil notebook scores a dual encoder:
+per image, ``model(**processor(text=[caption, *foils], images=image, padding=True)).logits_per_image``
+(the released notebook itself was not available; this is the models' documented zero-shot call, the
+one the notebook's CLIP scoring in ``test_clip_reference.py`` also follows). Then the checkpoint is
+saved with its processor, the in-memory model freed (one full-size copy at a time: AltCLIP is 3.5 GB
+in fp32), and our loader reads the directory. Our cosines times the model's logit scale (ALIGN: one
+over its temperature) equal the reference logits to float tolerance, with the same decisions.
+
+Tokenizers: ALIGN's BERT-uncased WordPiece ships inside the MiniLM package and CLIPSeg and GroupViT
+use CLIP's BPE (shipped with open_clip), so those three run with their real vocabularies. XLM-R's
+SentencePiece model (AltCLIP) is not available offline: the test builds a small unigram vocabulary
+in the same tokenizer class (``XLMRobertaTokenizer``, XLM-R's special-token ids, pad = 1 so that
+RoBERTa-style position ids are exercised); the ids index the real 250,002-row embedding table.
+"""
+
+import gc
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from vlbias.models import load_image_text_model
+from vlbias.models.conversion import recorded_hf_config, write_clip_tokenizer_files
+
+pytestmark = pytest.mark.conformance
+
+# a caption and its foils per image; the lengths differ so that both paths pad
+CANDIDATES = [["A red bus driving down a street past a park.", "A blue bus driving down a street past a park.",
+               "A green bus driving down a street past a park."],
+              ["a white dog lying on the grass", "a black dog lying on the grass", "a brown dog lying on the grass"]]
+TOLERANCE = 5e-5  # cosines, fp32, different batch shapes and padding
+
+
+def sample_images():
+    rng = np.random.default_rng(0)
+    return [Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for w, h in [(320, 240), (256, 300)]]
+
+
+def _values(recorded: dict, key: str) -> dict:
+    return {k: v for k, v in recorded[key].items() if k not in ("class", "vocabulary")}
+
+
+def _clip_tokenizer(recorded, directory):
+    from transformers import CLIPTokenizerFast
+
+    return CLIPTokenizerFast.from_pretrained(write_clip_tokenizer_files(directory / "bpe"),
+                                             **_values(recorded, "tokenizer"))
+
+
+def _bert_tokenizer(recorded, directory):
+    from transformers import BertTokenizer
+
+    from vlbias.assets import minilm_dir
+
+    return BertTokenizer(str(minilm_dir() / "vocab.txt"), **_values(recorded, "tokenizer"))
+
+
+def _unigram_stand_in(recorded, directory):
+    """An XLM-R-layout unigram vocabulary: <s>, <pad>, </s>, <unk> at 0-3, pieces, <mask> last."""
+    from transformers import XLMRobertaTokenizer
+
+    words = sorted({word.strip(".").lower() for row in CANDIDATES for text in row for word in text.split()})
+    characters = sorted({c for word in words for c in word} | set("abcdefghijklmnopqrstuvwxyz"))
+    pieces = [("▁" + word, -2.0) for word in words] + [("▁", -4.0)] + [(c, -6.0) for c in characters]
+    pieces += [(c.upper(), -6.0) for c in characters if c.isalpha()]
+    vocab = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)] + pieces + [("<mask>", 0.0)]
+    return XLMRobertaTokenizer(vocab=vocab, **_values(recorded, "tokenizer"))
+
+
+def build(hub_id, directory):
+    """The hub checkpoint's class at full size with seeded random weights, its processor, and the module
+    whose forward the notebook calls (CLIPSeg: the ``clip`` part of the segmentation checkpoint)."""
+    import transformers
+
+    recorded = recorded_hf_config(hub_id)
+    values = {k: v for k, v in recorded["config"].items() if k != "model_type"}
+    config = transformers.AutoConfig.for_model(recorded["config"]["model_type"], **values)
+    torch.manual_seed(0)
+    model = getattr(transformers, recorded["model_class"])(config).eval()
+    if recorded["model_class"] == "AlignModel":
+        _he_scaled_convolutions(model)
+    tokenizer = TOKENIZERS[hub_id](recorded, directory)
+    image_processor = getattr(transformers, recorded["image_processor"]["class"])(**_values(recorded, "image_processor"))
+    processor = PROCESSORS[hub_id](image_processor, tokenizer)
+    scored = model.clip if recorded["model_class"] == "CLIPSegForImageSegmentation" else model
+    return model, scored, processor
+
+
+def _he_scaled_convolutions(model):
+    """Redraw every convolution with std sqrt(2 / fan_in). Hugging Face's init (std 0.02) shrinks
+    EfficientNet-B7's activations to about 1e-22 over its 55 blocks, and the image embedding's norm then
+    underflows to 0 (NaN after normalising) in both paths; He-scaled weights keep the signal's scale."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.Conv2d):
+                fan_in = module.weight[0].numel()
+                module.weight.normal_(0.0, (2.0 / fan_in) ** 0.5)
+
+
+def _processor(name):
+    def make(image_processor, tokenizer):
+        import transformers
+
+        return getattr(transformers, name)(image_processor=image_processor, tokenizer=tokenizer)
+    return make
+
+
+TOKENIZERS = {"kakaobrain/align-base": _bert_tokenizer, "BAAI/AltCLIP": _unigram_stand_in,
+              "CIDAS/clipseg-rd64-refined": _clip_tokenizer, "nvidia/groupvit-gcc-yfcc": _clip_tokenizer}
+PROCESSORS = {"kakaobrain/align-base": _processor("AlignProcessor"), "BAAI/AltCLIP": _processor("AltCLIPProcessor"),
+              "CIDAS/clipseg-rd64-refined": _processor("CLIPSegProcessor"),
+              "nvidia/groupvit-gcc-yfcc": _processor("CLIPProcessor")}
+
+
+def logit_scale(scored) -> float:
+    """What turns a cosine into the model's logit: exp(logit_scale), or ALIGN's 1 / temperature."""
+    if hasattr(scored, "temperature"):
+        return 1.0 / scored.temperature.item()
+    return scored.logit_scale.exp().item()
+
+
+def reference_logits(scored, processor, images, candidates):
+    """The ColorFoil notebook: one processor call and one forward pass per image with its candidates."""
+    rows = []
+    with torch.inference_mode():
+        for image, texts in zip(images, candidates):
+            # the processor's own padding where it has one (ALIGN: to 64 tokens), else to the longest
+            padding = {} if "padding" in getattr(processor, "text_kwargs", {}) else {"padding": True}
+            inputs = processor(text=texts, images=image, return_tensors="pt", **padding)
+            rows.append(scored(**inputs).logits_per_image[0].numpy())
+    return np.array(rows)
+
+
+@pytest.mark.parametrize("hub_id", list(TOKENIZERS))
+def test_dual_encoder_spec_path_equals_the_colorfoil_notebook(hub_id, tmp_path):
+    model, scored, processor = build(hub_id, tmp_path)
+    images = sample_images()
+    want = reference_logits(scored, processor, images, CANDIDATES)
+    scale = logit_scale(scored)
+    reference_state = {key: value.flatten()[:4096].clone() for key, value in list(scored.state_dict().items())[:4]}
+    model.save_pretrained(tmp_path / "checkpoint", max_shard_size="500MB")  # read back shard by shard
+    processor.save_pretrained(tmp_path / "checkpoint")
+    del model, scored
+    gc.collect()
+
+    ours = load_image_text_model(str(tmp_path / "checkpoint"), device="cpu")
+    assert ours.kind == "dual" and ours.dtype == "float32"
+    for key, value in reference_state.items():  # the weights were read, not freshly initialised
+        torch.testing.assert_close(ours.model.state_dict()[key].flatten()[:4096], value, rtol=0, atol=0)
+    got = ours.score_candidates(images, CANDIDATES, batch_size=4, progress=False)
+    assert np.ptp(want) > 1e-3  # distinct candidates score apart: the comparison can fail
+    np.testing.assert_allclose(got * scale, want, atol=TOLERANCE * scale)
+    np.testing.assert_array_equal(got.argmax(1), want.argmax(1))
