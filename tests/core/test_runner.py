@@ -199,3 +199,13 @@ def test_profile_timeouts_and_parts(tmp_path):
 def test_full_profile_gives_generation_hours():
     full = runner.plan_run(runner.find_project_root(Path(__file__).parent), "full", only=["04a_generation"])
     assert full.timeout("04a_generation") >= 4 * 3600
+
+
+def test_papermill_command_is_papermills_command_line():
+    import subprocess
+    import sys
+
+    from vlbias.runner import PAPERMILL_MAIN
+
+    shown = subprocess.run([sys.executable, "-c", PAPERMILL_MAIN, "--help"], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and "Usage: papermill" in shown.stdout
