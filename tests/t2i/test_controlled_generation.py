@@ -64,7 +64,8 @@ def test_cads_hooks_the_trained_denoiser_and_switched_off_changes_nothing(small_
     prompts, seeds = ["a photo of a star"] * 2, [5, 6]
     settings = dict(num_inference_steps=4, guidance_scale=3.0, progress=False)
     plain = [np.asarray(i) for i in small_model.generate(prompts, seeds, **settings)]
-    off = [np.asarray(i) for i in with_cads(small_model, CADSConfig(noise_scale=0.0)).generate(prompts, seeds, **settings)]
+    off = [np.asarray(i) for i in with_cads(small_model, CADSConfig(noise_scale=0.0)).generate(prompts, seeds,
+                                                                                               **settings)]
     noisy = [np.asarray(i) for i in with_cads(small_model, CADSConfig(noise_scale=2.0, tau1=0.0, tau2=1.0)
                                               ).generate(prompts, seeds, **settings)]
     assert all(np.array_equal(a, b) for a, b in zip(plain, off))
@@ -86,7 +87,7 @@ def test_bad_training_settings_name_the_setting():
 def test_planted_reference_comes_from_the_spec():
     reference = ct.planted_reference("trained:world-diffusion?share_spread=0.4")
     assert reference.min() == pytest.approx(0.3) and reference.max() == pytest.approx(0.7) and len(reference) == 12
-    with pytest.raises(ValueError, match="model_spec must be a trained: spec"):
+    with pytest.raises(ValueError, match="model_spec must be the trained: spec"):
         ct.planted_reference("tiny:sd")
 
 
@@ -125,3 +126,15 @@ def test_planted_signal_generated_shares_follow_the_planted_shares(tmp_path):
                               tmp_path, reference, n_boot=200)
     assert grid["rho"].iloc[0] >= 0.8
     assert trained_checkpoint("world-diffusion").exists()
+
+
+@pytest.mark.slow
+def test_controlled_generation_notebook_runs(run_notebook, tmp_path):
+    html, _, images = run_notebook(
+        "04e_controlled_generation", profile="demo", device="cpu", output_dir=str(tmp_path / "runs"),
+        diffusion_spec="trained:world-diffusion?steps=30&train_per_kind=10",
+        annotator_spec="trained:world-clip?share_spread=0&epochs=1&train_per_kind=10",
+        images_per_kind=6, guidance_scales=[1.0, 3.0], noise_scales=[0.0, 1.0], n_boot=50)
+    assert "Demo output" in html and images >= 4
+    for column in ("generated share", "VRBS", "slope", "diversity", "spearman_rho", "final_loss"):
+        assert column in html

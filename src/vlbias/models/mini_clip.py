@@ -14,9 +14,10 @@ import re
 import shutil
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -95,9 +96,7 @@ def train_mini_clip(target: str | Path, examples: Callable[[], TrainingExamples]
     target = Path(target)
     if (target / "training.json").exists() and all(snapshot(target, n).exists() for n in snapshots):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".mini-clip-", dir=target.parent))
-    try:
+    with staged_directory(target, ".mini-clip-") as staging:
         data = examples()
         image_size = data.images[0].size[0]
         model, tokenizer, image_processor = _new_model(staging, config, set(words) | caption_words(data.captions),
@@ -139,12 +138,22 @@ def train_mini_clip(target: str | Path, examples: Callable[[], TrainingExamples]
         (staging / "training.json").write_text(json.dumps(
             {**(about or {}), "config": asdict(config), "train_images": len(texts), "history": history,
              "seconds": round(time.monotonic() - started, 1)}, indent=1))
+    return target
+
+
+@contextmanager
+def staged_directory(target: Path, prefix: str) -> Iterator[Path]:
+    """A new temporary sibling of ``target`` to build into; when the block ends without error it
+    replaces ``target``, so a reader never finds a half-written model. Removed in any case."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
+    try:
+        yield staging
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return target
 
 
 def snapshot(directory: str | Path, epoch: int) -> Path:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -37,8 +36,15 @@ from pathlib import Path
 import numpy as np
 
 from ..data.base import sha256_hex
-from ..data.planted_world import CAPTION_TEMPLATE, small_pictures, spread_shares, world_parameters, world_root
+from ..data.planted_world import (
+    CAPTION_TEMPLATE,
+    small_pictures,
+    spread_shares,
+    world_parameters,
+    world_root,
+)
 from ..paths import cache_dir
+from .mini_clip import staged_directory
 from .trained import register_trained
 
 #: bump when the same options would train different weights
@@ -219,29 +225,20 @@ def train_world_diffusion(target: str | Path, pixels: np.ndarray, kinds: list[st
     DDPM training: a random timestep per picture, the noisy picture from the scheduler's
     ``add_noise``, the squared error of the predicted noise; the caption is replaced by "" with
     probability ``prompt_dropout``. The weights saved are the exponential moving average of the
-    trained ones (``ema_decay``), which samples better than the last step's. One torch thread, one seeded generator for every random draw:
-    the same inputs give the same weights bit for bit on one machine. ``training.json`` holds
+    trained ones (``ema_decay``), which samples better than the last step's. One torch thread and
+    one seeded generator for every random draw: the same inputs give the same weights bit for bit
+    on one machine. ``training.json`` holds
     ``about``, the loss every 100 steps and the time taken.
     """
-    import torch
-
     target = Path(target)
     if (target / "training.json").exists():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".world-diffusion-", dir=target.parent))
-    try:
-        with torch_threads(1):
-            pipeline, history, seconds = _train(staging, pixels, kinds, config)
+    with staged_directory(target, ".world-diffusion-") as staging, torch_threads(1):
+        pipeline, history, seconds = _train(staging, pixels, kinds, config)
         pipeline.save_pretrained(staging)
         (staging / "training.json").write_text(json.dumps(
             {**(about or {}), "config": asdict(config), "train_images": len(kinds), "history": history,
              "seconds": seconds}, indent=1))
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return target
 
 
@@ -292,7 +289,8 @@ def _train(staging: Path, pixels: np.ndarray, kinds: list[str], config: Diffusio
             parameter.copy_(mean)
     unet.eval()
     text_encoder.eval()
-    pipeline = world_diffusion_pipeline_class()(unet=unet, text_encoder=text_encoder, tokenizer=tokenizer, scheduler=scheduler)
+    pipeline = world_diffusion_pipeline_class()(unet=unet, text_encoder=text_encoder, tokenizer=tokenizer,
+                                                scheduler=scheduler)
     return pipeline, history, round(time.monotonic() - started, 1)
 
 
@@ -305,7 +303,8 @@ def world_diffusion(share_spread: float, seed: int, steps: int, batch_size: int,
 
     world = dict(shares=spread_shares(share_spread), train_per_kind=train_per_kind, seed=seed)
     config = DiffusionTrainingConfig(steps=steps, batch_size=batch_size, learning_rate=learning_rate,
-                                     image_size=image_size, prompt_dropout=prompt_dropout, ema_decay=ema_decay, seed=seed)
+                                     image_size=image_size, prompt_dropout=prompt_dropout, ema_decay=ema_decay,
+                                     seed=seed)
     about = {"version": WORLD_DIFFUSION_VERSION, "world": world_parameters(**world)}
     key = sha256_hex(json.dumps({**about, "config": asdict(config)}, sort_keys=True))[:16]
     target = cache_dir() / "trained" / f"world-diffusion-{key}"

@@ -39,7 +39,8 @@ def planted_reference(model_spec: str) -> pd.Series:
     from ..models.trained import trained_options
 
     if not str(model_spec).startswith("trained:"):
-        raise ValueError(f"model_spec must be a trained: spec of a model trained on a planted world, got {model_spec!r}")
+        raise ValueError(f"model_spec must be the trained: spec of a model trained on a planted world, "
+                         f"got {model_spec!r}")
     _, options = trained_options(str(model_spec).removeprefix("trained:"))
     if "share_spread" not in options:
         raise ValueError(f"{model_spec!r} was not trained on a planted world (it has no share_spread option)")
@@ -157,7 +158,8 @@ def guidance_runs(model: TextToImageModel, guidance_scales: Sequence[float], **g
     return {f"guidance {g:g}": (model, {**generation, "guidance_scale": float(g)}) for g in guidance_scales}
 
 
-def cads_runs(model: TextToImageModel, noise_scales: Sequence[float], cads: Mapping | None = None, **generation) -> dict:
+def cads_runs(model: TextToImageModel, noise_scales: Sequence[float], cads: Mapping | None = None,
+              **generation) -> dict:
     """:func:`sampler_grid` runs at each CADS noise scale s (s = 0 is plain sampling, the same images
     as the plain run with these settings); ``cads`` holds the other :class:`.CADSConfig` fields."""
     runs = {}
