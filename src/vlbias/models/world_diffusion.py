@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -44,7 +43,7 @@ from ..data.planted_world import (
     world_root,
 )
 from ..paths import cache_dir
-from .mini_clip import staged_directory
+from .mini_clip import staged_directory, torch_threads
 from .trained import register_trained
 
 #: bump when the same options would train different weights
@@ -81,20 +80,6 @@ class DiffusionTrainingConfig:
             raise ValueError(f"prompt_dropout must lie in [0, 1), got {self.prompt_dropout!r}")
         if self.steps < 1 or self.batch_size < 1:
             raise ValueError(f"steps and batch_size must be positive, got {self.steps!r} and {self.batch_size!r}")
-
-
-@contextmanager
-def torch_threads(n: int):
-    """Run the block with ``n`` torch threads (restored after): small models train fastest on one
-    thread, and on a shared machine many threads mostly wait for each other."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 # ----------------------------------------------------------------------------------------- the pipeline

@@ -67,6 +67,8 @@ def labelled_pictures(annotator: ImageTextModel, pictures: np.ndarray, records: 
 def amplification_slope(shares, reference) -> float:
     """Least-squares slope of generated on reference share: 1 copies the spread, > 1 amplifies it, < 1 flattens it."""
     generated, planted = t2i_bias.checked_shares(shares, reference, min_size=2)
+    if np.ptp(planted) == 0:
+        raise ValueError("reference: every share is the same, so no slope can be fitted; plant a spread of shares")
     centred = planted - planted.mean()
     return float(centred @ (generated - generated.mean()) / (centred @ centred))
 
