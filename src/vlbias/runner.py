@@ -114,10 +114,24 @@ def parse_assignment(text: str) -> tuple[str, Any]:
 
 
 def declared_parameters(notebook: Path) -> set[str]:
-    """Names assigned in the cell tagged ``parameters``."""
-    import papermill
+    """Names assigned at the top level of the cell tagged ``parameters``.
 
-    return set(papermill.inspect_notebook(str(notebook)))
+    Read with Python's own parser: papermill's line reader skips any line with a second ``=``
+    (``spec = "trained:world-clip?seed=1"``), and importing papermill here would cost the runner
+    seconds at every start.
+    """
+    import ast
+
+    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+    sources = ["".join(c.get("source", "")) for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if not sources:
+        return set()
+    names = set()
+    for statement in ast.parse(sources[0]).body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else (
+            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        names.update(target.id for target in targets if isinstance(target, ast.Name))
+    return names
 
 
 def resolve_profile(root: Path, profile: str) -> tuple[str, Path]:
