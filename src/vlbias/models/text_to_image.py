@@ -54,7 +54,7 @@ def load_text_to_image(spec: str, device=None, half: bool | None = None,
         # flags people unevenly), which would bias the very demographic statistics we measure.
         # Not loading it also saves memory and time.
         pipeline = pipeline_class.from_pretrained(location, dtype=dtype, safety_checker=None,
-                                                     requires_safety_checker=False)
+                                                  requires_safety_checker=False)
     except (OSError, ValueError) as error:  # missing files, offline hub, unknown id
         raise ModelUnavailableError(
             f"Could not load text-to-image pipeline {spec!r}: {type(error).__name__}: {error}\n"
