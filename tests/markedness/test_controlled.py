@@ -65,6 +65,8 @@ def test_across_seeds_gives_the_t_interval_of_the_seed_means_and_keeps_a_lone_se
     assert summary.loc["a", ["gap_pp", "ci_low_pp", "ci_high_pp"]].tolist() == pytest.approx([values.mean(), low, high])
     assert summary.loc["a", ["seeds", "seed_min", "seed_max"]].tolist() == [3, 10.0, 25.0]
     assert summary.loc["b", ["gap_pp", "ci_low_pp", "ci_high_pp", "seeds"]].tolist() == [3.0, -2.0, 8.0, 1]
+    cut = across_seeds(table, "gap_pp", "ci_low_pp", "ci_high_pp", ["condition"], bounds=(0, 30)).set_index("condition")
+    assert cut.loc["a", ["ci_low_pp", "ci_high_pp"]].tolist() == pytest.approx([max(low, 0), min(high, 30)])
 
 
 @pytest.mark.slow

@@ -67,9 +67,10 @@ def reporting_conditions(default_named: list[float], others: float = 0.9, unifor
 
 
 def across_seeds(table: pd.DataFrame, value: str, low: str, high: str, by: Sequence[str],
-                 confidence: float = 0.95) -> pd.DataFrame:
+                 confidence: float = 0.95, bounds: tuple[float, float] = (-np.inf, np.inf)) -> pd.DataFrame:
     """Per ``by`` group, the mean of ``value`` over the seeds and its t interval across seeds
-    (mean ± t(k−1) · sd / √k: the spread of retrained models, the larger source of variation here).
+    (mean ± t(k−1) · sd / √k: the spread of retrained models, the larger source of variation here),
+    cut to ``bounds``, the values the measure can take (a rate lies in [0, 100]).
 
     With one seed the group keeps its own interval (``low``, ``high``: test pictures only). Other
     columns of the first row of each group are kept; ``seeds`` counts the seeds and ``seed_min``,
@@ -82,10 +83,10 @@ def across_seeds(table: pd.DataFrame, value: str, low: str, high: str, by: Seque
         k, mean = len(part), float(part[value].mean())
         if k > 1:
             half = float(stats.t.ppf(0.5 + confidence / 2, k - 1) * part[value].std(ddof=1) / np.sqrt(k))
-            bounds = (mean - half, mean + half)
+            interval = (max(mean - half, bounds[0]), min(mean + half, bounds[1]))
         else:
-            bounds = (float(part[low].iloc[0]), float(part[high].iloc[0]))
-        rows.append({**part.iloc[0].to_dict(), value: mean, low: bounds[0], high: bounds[1], "seeds": k,
+            interval = (float(part[low].iloc[0]), float(part[high].iloc[0]))
+        rows.append({**part.iloc[0].to_dict(), value: mean, low: interval[0], high: interval[1], "seeds": k,
                      "seed_min": float(part[value].min()), "seed_max": float(part[value].max())})
     return pd.DataFrame(rows).drop(columns=["seed", "spec"], errors="ignore")
 
@@ -124,9 +125,11 @@ def reporting_experiment(conditions: pd.DataFrame, test, family: str = "colour",
     by_seed = {"rates": conditions.merge(pd.concat(rates, ignore_index=True), on=keys),
                "self_similarity": conditions.merge(pd.concat(similarity, ignore_index=True), on=keys),
                "gaps": conditions.merge(pd.DataFrame(gaps), on=keys)}
-    return {"rates": across_seeds(by_seed["rates"], "unmarked_%", "ci_low_%", "ci_high_%", ["condition", family]),
+    return {"rates": across_seeds(by_seed["rates"], "unmarked_%", "ci_low_%", "ci_high_%", ["condition", family],
+                                  bounds=(0, 100)),
             "self_similarity": by_seed["self_similarity"].groupby(["condition", family], sort=False, as_index=False
                                                                   ).agg(self_similarity=("self_similarity", "mean"),
                                                                         n=("n", "first"), seeds=("seed", "size")),
-            "gaps": across_seeds(by_seed["gaps"], "gap_pp", "ci_low_pp", "ci_high_pp", ["condition"]),
+            "gaps": across_seeds(by_seed["gaps"], "gap_pp", "ci_low_pp", "ci_high_pp", ["condition"],
+                                 bounds=(-100, 100)),
             "by_seed": by_seed}
