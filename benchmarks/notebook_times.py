@@ -3,8 +3,9 @@
     python benchmarks/notebook_times.py [--only NAME ...] [--cells N]
 
 Each run is ``python -m vlbias run --profile demo --only NAME --no-build`` in a fresh process, with
-``VLBIAS_CACHE_DIR`` pointing at a new temporary folder for the cold run and the same folder for the
-warm run, so the times include kernel start and imports, as a reader's run does. Prints a table:
+``VLBIAS_CACHE_DIR`` (and ``output_dir``, where a notebook has one) pointing at a new temporary folder
+for the cold run and the same folder for the warm run, so the times include kernel start and imports,
+as a reader's run does. Prints a table:
 per notebook the cold and warm wall times and, of the warm run, the seconds spent in the cells
 (papermill's per-cell durations) and the rest (process and kernel start, papermill's own work).
 ``--cells N`` also prints each run's N slowest cells: where the time goes.
@@ -25,10 +26,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def timed_run(name: str, cache: str) -> tuple[float, list[tuple[float, str]]]:
-    """Wall seconds of one run, and (seconds, first line) of each of its cells."""
+    """Wall seconds of one run, and (seconds, first line) of each of its cells.
+
+    A notebook with an ``output_dir`` parameter (Part IV's images) writes under ``cache`` too, so
+    that the cold run finds none of an earlier run's images."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from vlbias.runner import declared_parameters
+
     environment = {**os.environ, "VLBIAS_CACHE_DIR": cache, "PYTHONPATH": str(ROOT / "src")}
+    outputs = (["--set", f"output_dir={Path(cache) / 'outputs'}"]
+               if "output_dir" in declared_parameters(ROOT / "notebooks" / f"{name}.ipynb") else [])
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "vlbias", "run", "--profile", "demo", "--only", name, "--no-build"],
+    subprocess.run([sys.executable, "-m", "vlbias", "run", "--profile", "demo", "--only", name, "--no-build", *outputs],
                    cwd=ROOT, env=environment, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - started
     cells = json.loads((ROOT / "book" / "generated" / f"{name}.ipynb").read_text(encoding="utf-8"))["cells"]
