@@ -116,15 +116,15 @@ def test_bootstrap_slope_interval_holds_the_slope_of_the_counted_shares():
 @pytest.mark.slow
 def test_planted_signal_generated_shares_follow_the_planted_shares(tmp_path):
     """The cause is planted: the model sees "a photo of a {kind}" with red in 10% to 90% of the
-    pictures, never the word. At the demo settings (the default spec, 48 images per kind, guidance
-    3) the generated share of red per kind, labelled by the world's mini-CLIP, ranks the kinds as
-    the planted shares do: Spearman's rho >= 0.8."""
+    pictures, never the word. At the demo settings (the default spec, 48 images per kind, 10 DDIM
+    steps, guidance 3) the generated share of red per kind, labelled by the world's mini-CLIP, ranks
+    the kinds as the planted shares do: Spearman's rho >= 0.8."""
     from vlbias.models import load_image_text_model
 
     annotator = load_image_text_model("trained:world-clip?share_spread=0", device="cpu")
     model = load_text_to_image("trained:world-diffusion", device="cpu")
     reference = ct.planted_reference("trained:world-diffusion")
-    grid, _ = ct.sampler_grid(ct.guidance_runs(model, [3.0], num_inference_steps=20), annotator, ct.kind_jobs(48),
+    grid, _ = ct.sampler_grid(ct.guidance_runs(model, [3.0], num_inference_steps=10), annotator, ct.kind_jobs(48),
                               tmp_path, reference, n_boot=200)
     assert grid["rho"].iloc[0] >= 0.8
     assert trained_checkpoint("world-diffusion").exists()
