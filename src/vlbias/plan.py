@@ -48,8 +48,9 @@ KNOWN_SIZES = {("fairface", "train"): 86_744, ("fairface", "val"): 10_954, ("coc
 #: ColorFoil pairs per data set (the paper's counts), before the data are read
 COLORFOIL_PAIRS = {"coco": 2_511, "flickr30k": 2_500}
 
-SPEC_KEYS = ("model_spec", "model_specs", "annotator_spec", "second_annotator_spec", "t2i_spec", "lm_spec",
-             "generator_spec", "classifier_spec", "sentence_encoder_spec", "blind_lm_spec")
+SPEC_KEYS = ("model_spec", "model_specs", "annotator_spec", "second_annotator_spec", "face_annotator_spec", "t2i_spec",
+             "t2i_specs", "cads_t2i_specs", "diffusion_spec", "lm_spec", "generator_spec", "classifier_spec",
+             "sentence_encoder_spec", "blind_lm_spec")
 
 
 @dataclass
@@ -108,6 +109,14 @@ def resolve_model(spec: str) -> dict:
         return row
     if parsed.source == "tiny":
         row.update(resolved="tiny random fixture", weights="built locally")
+    elif parsed.source == "trained":
+        from .models.trained import trained_options
+
+        try:
+            recipe, _ = trained_options(parsed.name)
+            row.update(resolved=f"trained in the book ({recipe.kind})", weights="trained locally on first use")
+        except (KeyError, ValueError) as error:
+            row["problem"] = f"{spec}: {error}"
     elif parsed.source == "local":
         row.update(resolved=f"local directory {parsed.name}", weights="local")
     elif parsed.source == "open_clip":
@@ -266,6 +275,10 @@ def _plan_notebook(name: str, parameters: dict, timeout_s: float, embedded: set)
             for spec in parameters.get(key) or []:
                 plan.models.append({"spec": spec, "resolved": "word vectors (Part III resolves files by name or path)",
                                     "weights": "", "problem": ""})
+    elif name.startswith("04") and "images_per_kind" in parameters:  # the planted world: small, on the CPU
+        runs = len(set(parameters.get("guidance_scales") or [])) + len(parameters.get("noise_scales") or []) - 1
+        plan.work.append(f"up to {12 * int(parameters['images_per_kind']) * max(runs, 1):,} small images of the "
+                         "planted world, generated and labelled by models trained in the book (CPU minutes)")
     elif name.startswith("04"):
         professions = study_profession_count()
         per_profession = int(parameters.get("images_per_profession", 0) or 0)

@@ -50,6 +50,13 @@ GENERATED_DIR = Path("book") / "generated"
 RUNNING_SUFFIX, FAILED_SUFFIX = ".running.ipynb", ".failed.ipynb"
 
 
+#: ``python -m papermill`` without its slowest import: nbformat's jsonschema imports rfc3987_syntax,
+#: which compiles a grammar (about half of papermill's start-up), only to check "iri" formats that the
+#: notebook schema never uses; without it jsonschema skips that one check
+PAPERMILL_MAIN = ("import sys; sys.modules['rfc3987_syntax'] = None; "
+                  "from papermill.cli import papermill; papermill(prog_name='papermill')")
+
+
 class RunnerError(RuntimeError):
     """A problem with the run's set-up (unknown notebook, parameter or profile)."""
 
@@ -107,10 +114,24 @@ def parse_assignment(text: str) -> tuple[str, Any]:
 
 
 def declared_parameters(notebook: Path) -> set[str]:
-    """Names assigned in the cell tagged ``parameters``."""
-    import papermill
+    """Names assigned at the top level of the cell tagged ``parameters``.
 
-    return set(papermill.inspect_notebook(str(notebook)))
+    Read with Python's own parser: papermill's line reader skips any line with a second ``=``
+    (``spec = "trained:world-clip?seed=1"``), and importing papermill here would cost the runner
+    seconds at every start.
+    """
+    import ast
+
+    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+    sources = ["".join(c.get("source", "")) for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if not sources:
+        return set()
+    names = set()
+    for statement in ast.parse(sources[0]).body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else (
+            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        names.update(target.id for target in targets if isinstance(target, ast.Name))
+    return names
 
 
 def resolve_profile(root: Path, profile: str) -> tuple[str, Path]:
@@ -245,7 +266,7 @@ def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], env
     """
     output.parent.mkdir(parents=True, exist_ok=True)
     running, failed = sibling(output, RUNNING_SUFFIX), sibling(output, FAILED_SUFFIX)
-    command = [sys.executable, "-m", "papermill", str(source), str(running),
+    command = [sys.executable, "-c", PAPERMILL_MAIN, str(source), str(running),
                "--cwd", str(cwd), "--no-progress-bar", "-y", json.dumps(parameters)]
     child_env = {**os.environ, **env}
     started = time.monotonic()

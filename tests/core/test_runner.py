@@ -199,3 +199,32 @@ def test_profile_timeouts_and_parts(tmp_path):
 def test_full_profile_gives_generation_hours():
     full = runner.plan_run(runner.find_project_root(Path(__file__).parent), "full", only=["04a_generation"])
     assert full.timeout("04a_generation") >= 4 * 3600
+
+
+def test_papermill_command_is_papermills_command_line():
+    import subprocess
+    import sys
+
+    from vlbias.runner import PAPERMILL_MAIN
+
+    shown = subprocess.run([sys.executable, "-c", PAPERMILL_MAIN, "--help"], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and "Usage: papermill" in shown.stdout
+
+
+def test_declared_parameters_are_papermills_and_survive_an_equals_sign_in_a_string(tmp_path):
+    import json
+    from pathlib import Path
+
+    import papermill
+
+    from vlbias.runner import declared_parameters
+
+    notebooks = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("01*.ipynb"))
+    for notebook in notebooks:
+        assert declared_parameters(notebook) == set(papermill.inspect_notebook(str(notebook))), notebook.name
+    cell = {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "outputs": [], "execution_count": None,
+            "source": ['spec = "trained:world-clip?seed=1&epochs=2"  # a comment\n', "n: int = 3\n",
+                       "sizes = [1,\n         2]\n", "if n:\n    hidden = 1\n"]}
+    path = tmp_path / "p.ipynb"
+    path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    assert declared_parameters(path) == {"spec", "n", "sizes"}

@@ -34,11 +34,13 @@ from .base import DatasetNotFoundError, ImageDataset, file_sha256, make_identity
 from .registry import not_found_message, register_dataset, register_fixture
 
 #: bump when the same parameters would draw different pictures or captions
-WORLD_VERSION = 1
+WORLD_VERSION = 2
 
 KINDS = ("circle", "square", "triangle", "diamond", "star", "cross", "ring", "hexagon", "crescent", "bar", "tee",
          "heart")
-COLOURS = {"red": (205, 40, 40), "blue": (40, 70, 205)}
+#: mirror images of each other (red and blue channels swapped), as are the grey backgrounds' and the
+#: jitter's distributions: neither colour stands out in the pixels, so only the captions tell them apart
+COLOURS = {"red": (205, 40, 40), "blue": (40, 40, 205)}
 
 
 def spread_shares(spread: float = 0.8, kinds=KINDS) -> dict[str, float]:
@@ -143,6 +145,13 @@ def draw_object(kind: str, colour: str, size: int, rng: np.random.Generator) -> 
     return np.clip(pixels, 0, 255).astype(np.uint8)
 
 
+def small_pictures(pixels: np.ndarray, size: int) -> np.ndarray:
+    """uint8 (n, s, s, 3) pictures box-filtered (each output pixel the mean of its block) to ``size``."""
+    if pixels.shape[1] == size:
+        return pixels
+    return np.stack([np.asarray(Image.fromarray(p).resize((size, size), Image.Resampling.BOX)) for p in pixels])
+
+
 # ----------------------------------------------------------------------------------------- writing
 
 def _split_records(parameters: dict, split: str) -> tuple[pd.DataFrame, np.ndarray]:
@@ -242,9 +251,11 @@ class PlantedWorld(ImageDataset):
         named = records.pivot_table(index="kind", columns="colour", values="named", aggfunc="mean", sort=False)
         return table.join(named.add_prefix("named_").add_suffix("_rate")).reset_index()
 
-    def picture_grid(self, per_kind: int = 6) -> np.ndarray:
-        """The first ``per_kind`` pictures of every kind, one row per kind, as one uint8 array."""
-        rows = [np.concatenate(self.pixels[index[:per_kind]], axis=1)
+    def picture_grid(self, per_kind: int = 6, size: int | None = None) -> np.ndarray:
+        """The first ``per_kind`` pictures of every kind, one row per kind, as one uint8 array; each
+        picture box-filtered to ``size`` pixels first when given (what a model trained at that size sees)."""
+        pixels = self.pixels if size is None else small_pictures(self.pixels, size)
+        rows = [np.concatenate(pixels[index[:per_kind]], axis=1)
                 for index in self.records.groupby("kind", sort=False).indices.values()]
         return np.concatenate(rows, axis=0)
 

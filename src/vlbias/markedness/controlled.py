@@ -10,6 +10,8 @@ against one prompt per colour, :func:`unmarked_rates` (Wilson intervals) and
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -43,34 +45,62 @@ def world_unmarked_flags(records: pd.DataFrame, image_embeddings: np.ndarray, te
 
 
 def reporting_conditions(default_named: list[float], others: float = 0.9, uniform: float | None = 0.5,
-                         default: str = "red", other: str = "blue", **options) -> pd.DataFrame:
+                         default: str = "red", other: str = "blue", seeds: Sequence[int] = (0,),
+                         **options) -> pd.DataFrame:
     """One row per trained model of the sweep: ``default`` named with each of ``default_named``,
-    ``other`` with ``others``; plus the uniform-reporting control (both named with ``uniform``).
+    ``other`` with ``others``; plus the uniform-reporting control (both named with ``uniform``);
+    each condition once per seed in ``seeds`` (another world and another training run).
 
-    Columns: ``condition``, ``spec`` (a ``trained:world-clip`` spec; ``options`` such as ``seed`` or
+    Columns: ``condition``, ``seed``, ``spec`` (a ``trained:world-clip`` spec; ``options`` such as
     ``epochs`` are added to it), ``<default>_named``, ``<other>_named``, ``reporting_gap`` (how much
     more often the other colour is named) and ``control``.
     """
     rows = [(p, others, False) for p in default_named] + ([(uniform, uniform, True)] if uniform is not None else [])
-    extra = {"seed": 0, **options}
-    frame = pd.DataFrame([{
+    return pd.DataFrame([{
         "condition": f"{'control: both' if control else default} named {p:g}" + ("" if control else f", {other} {q:g}"),
+        "seed": int(seed),
         "spec": "trained:world-clip?" + "&".join(f"{k}={v}" for k, v in
-                                                 {f"{default}_named": p, f"{other}_named": q, **extra}.items()),
+                                                 {f"{default}_named": p, f"{other}_named": q, "seed": int(seed),
+                                                  **options}.items()),
         f"{default}_named": p, f"{other}_named": q, "reporting_gap": round(q - p, 10), "control": control}
-        for p, q, control in rows])
-    return frame
+        for seed in seeds for p, q, control in rows])
+
+
+def across_seeds(table: pd.DataFrame, value: str, low: str, high: str, by: Sequence[str],
+                 confidence: float = 0.95, bounds: tuple[float, float] = (-np.inf, np.inf)) -> pd.DataFrame:
+    """Per ``by`` group, the mean of ``value`` over the seeds and its t interval across seeds
+    (mean ± t(k−1) · sd / √k: the spread of retrained models, the larger source of variation here),
+    cut to ``bounds``, the values the measure can take (a rate lies in [0, 100]).
+
+    With one seed the group keeps its own interval (``low``, ``high``: test pictures only). Other
+    columns of the first row of each group are kept; ``seeds`` counts the seeds and ``seed_min``,
+    ``seed_max`` give the range of the per-seed values.
+    """
+    from scipy import stats
+
+    rows = []
+    for _, part in table.groupby(list(by), sort=False):
+        k, mean = len(part), float(part[value].mean())
+        if k > 1:
+            half = float(stats.t.ppf(0.5 + confidence / 2, k - 1) * part[value].std(ddof=1) / np.sqrt(k))
+            interval = (max(mean - half, bounds[0]), min(mean + half, bounds[1]))
+        else:
+            interval = (float(part[low].iloc[0]), float(part[high].iloc[0]))
+        rows.append({**part.iloc[0].to_dict(), value: mean, low: interval[0], high: interval[1], "seeds": k,
+                     "seed_min": float(part[value].min()), "seed_max": float(part[value].max())})
+    return pd.DataFrame(rows).drop(columns=["seed", "spec"], errors="ignore")
 
 
 def reporting_experiment(conditions: pd.DataFrame, test, family: str = "colour", device=None) -> dict:
-    """Part I's measures on one mini-CLIP per reporting condition, on the same held-out pictures.
+    """Part I's measures on one mini-CLIP per reporting condition and seed, on the same held-out pictures.
 
-    ``conditions``: rows with a ``condition`` label and a model ``spec`` (see
-    :func:`reporting_conditions`); ``test``: the held-out split of the world. Returns
-    ``{"rates": ..., "self_similarity": ..., "gaps": ...}``: unmarked rate per condition and colour
-    (Wilson interval), self-similarity per condition and colour, and per condition the
+    ``conditions``: rows with a ``condition`` label, a ``seed`` and a model ``spec`` (see
+    :func:`reporting_conditions`); ``test``: the held-out split of the world. Returns per seed
+    (``by_seed``: ``rates``, ``self_similarity``, ``gaps``) the unmarked rate per condition and
+    colour (Wilson interval), self-similarity per condition and colour, and per condition the
     unmarked-rate gap of the first colour over the second (percentage points, Newcombe interval);
-    each table keeps the condition's other columns.
+    and the same three tables :func:`across_seeds` (mean over seeds, t interval across seeds).
+    Each table keeps the condition's other columns.
     """
     from ..embeddings import embed_images, embed_texts
     from ..models import load_image_text_model
@@ -78,21 +108,28 @@ def reporting_experiment(conditions: pd.DataFrame, test, family: str = "colour",
     records = test.records
     first, second = test.parameters["colours"][:2]
     rates, similarity, gaps = [], [], []
-    for label, spec in zip(conditions["condition"], conditions["spec"]):
+    for label, seed, spec in zip(conditions["condition"], conditions["seed"], conditions["spec"]):
         model = load_image_text_model(spec, device=device)
         images = embed_images(model, test, progress=False)
         flags = world_unmarked_flags(records, images,
                                      lambda texts, model=model: embed_texts(model, texts, progress=False), family)
-        table = unmarked_rates(records, flags, family).assign(condition=label)
-        rates.append(table)
-        similarity.append(self_similarity_by_group(records, images, family).assign(condition=label))
+        rates.append(unmarked_rates(records, flags, family).assign(condition=label, seed=seed))
+        similarity.append(self_similarity_by_group(records, images, family).assign(condition=label, seed=seed))
         unmarked = {colour: int(flags[(records[family] == colour).to_numpy()].sum()) for colour in (first, second)}
         n = records[family].value_counts()
         gap, low, high = rate_difference_interval(unmarked[first], n[first], unmarked[second], n[second])
-        gaps.append({"condition": label, "gap_pp": 100 * gap, "ci_low_pp": 100 * low, "ci_high_pp": 100 * high})
+        gaps.append({"condition": label, "seed": seed, "gap_pp": 100 * gap, "ci_low_pp": 100 * low,
+                     "ci_high_pp": 100 * high})
 
-    return {"rates": conditions.merge(pd.concat(rates, ignore_index=True), on="condition"),
-            "self_similarity": conditions.merge(pd.concat(similarity, ignore_index=True), on="condition"),
-            "gaps": conditions.merge(pd.DataFrame(gaps), on="condition")}
-
-
+    keys = ["condition", "seed"]
+    by_seed = {"rates": conditions.merge(pd.concat(rates, ignore_index=True), on=keys),
+               "self_similarity": conditions.merge(pd.concat(similarity, ignore_index=True), on=keys),
+               "gaps": conditions.merge(pd.DataFrame(gaps), on=keys)}
+    return {"rates": across_seeds(by_seed["rates"], "unmarked_%", "ci_low_%", "ci_high_%", ["condition", family],
+                                  bounds=(0, 100)),
+            "self_similarity": by_seed["self_similarity"].groupby(["condition", family], sort=False, as_index=False
+                                                                  ).agg(self_similarity=("self_similarity", "mean"),
+                                                                        n=("n", "first"), seeds=("seed", "size")),
+            "gaps": across_seeds(by_seed["gaps"], "gap_pp", "ci_low_pp", "ci_high_pp", ["condition"],
+                                 bounds=(-100, 100)),
+            "by_seed": by_seed}

@@ -14,9 +14,10 @@ import re
 import shutil
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -86,7 +87,8 @@ def train_mini_clip(target: str | Path, examples: Callable[[], TrainingExamples]
     Contrastive training as CLIP's, except that examples of the same class are all positives of
     each other (a batch holds many), so the targets are spread over them. ``examples`` is only
     called when training is needed. ``words`` join the captions' words in the vocabulary.
-    ``training.json`` holds ``about``, the loss per epoch and the training time. The model after
+    ``training.json`` holds ``about``, the loss per epoch and the training time. Training runs on
+    one torch thread, so the weights do not depend on the machine's thread count. The model after
     each epoch in ``snapshots`` is saved too, in ``<target>/epoch-<n>`` (see :func:`snapshot`).
     """
     import torch
@@ -95,9 +97,7 @@ def train_mini_clip(target: str | Path, examples: Callable[[], TrainingExamples]
     target = Path(target)
     if (target / "training.json").exists() and all(snapshot(target, n).exists() for n in snapshots):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".mini-clip-", dir=target.parent))
-    try:
+    with staged_directory(target, ".mini-clip-") as staging, torch_threads(1):
         data = examples()
         image_size = data.images[0].size[0]
         model, tokenizer, image_processor = _new_model(staging, config, set(words) | caption_words(data.captions),
@@ -139,12 +139,36 @@ def train_mini_clip(target: str | Path, examples: Callable[[], TrainingExamples]
         (staging / "training.json").write_text(json.dumps(
             {**(about or {}), "config": asdict(config), "train_images": len(texts), "history": history,
              "seconds": round(time.monotonic() - started, 1)}, indent=1))
+    return target
+
+
+@contextmanager
+def torch_threads(n: int):
+    """Run the block with ``n`` torch threads (restored after): small models train fastest on one
+    thread, and on a shared machine many threads mostly wait for each other."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextmanager
+def staged_directory(target: Path, prefix: str) -> Iterator[Path]:
+    """A new temporary sibling of ``target`` to build into; when the block ends without error it
+    replaces ``target``, so a reader never finds a half-written model. Removed in any case."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
+    try:
+        yield staging
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return target
 
 
 def snapshot(directory: str | Path, epoch: int) -> Path:

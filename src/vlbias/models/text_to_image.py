@@ -26,6 +26,7 @@ from ..errors import ModelUnavailableError
 from .base import TextToImageModel
 from .spec import locate
 from .tiny import register_tiny
+from .trained import trained_pipeline
 
 #: generators are created here, whatever device the pipeline runs on (portable seeds)
 GENERATOR_DEVICE = "cpu"
@@ -42,14 +43,17 @@ def load_text_to_image(spec: str, device=None, half: bool | None = None,
     from diffusers import DiffusionPipeline
 
     spec = str(spec)
-    location = locate(spec)
+    if spec.startswith("trained:"):  # trained in the book: its recipe names the directory and the pipeline class
+        location, pipeline_class = trained_pipeline(spec.removeprefix("trained:"))
+    else:
+        location, pipeline_class = locate(spec), DiffusionPipeline
     device = resolve_device(device)
     dtype = resolve_dtype(device, half)
     try:
         # The safety checker is switched off on purpose: it blacks out images it flags (and
         # flags people unevenly), which would bias the very demographic statistics we measure.
         # Not loading it also saves memory and time.
-        pipeline = DiffusionPipeline.from_pretrained(location, dtype=dtype, **_no_safety_checker(location))
+        pipeline = pipeline_class.from_pretrained(location, dtype=dtype, **_no_safety_checker(location))
     except (OSError, ValueError) as error:  # missing files, offline hub, unknown id
         raise ModelUnavailableError(
             f"Could not load text-to-image pipeline {spec!r}: {type(error).__name__}: {error}\n"
@@ -60,7 +64,10 @@ def load_text_to_image(spec: str, device=None, half: bool | None = None,
     if attention_slicing:
         pipeline.enable_attention_slicing()
     pipeline.set_progress_bar_config(disable=True)  # our own bar counts batches instead
-    return DiffusersTextToImage(spec, pipeline)
+    model = DiffusersTextToImage(spec, pipeline)
+    if spec.startswith("trained:"):
+        model.weights_id = f"{spec}@{Path(location).name}"  # retrained weights never reuse old caches
+    return model
 
 
 def _no_safety_checker(location: str) -> dict:

@@ -27,24 +27,27 @@ class TrainedRecipe:
     defaults: dict
     build: Callable[..., Path]  # build(**options) -> checkpoint directory
     description: str
+    #: for a text-to-image recipe: () -> the diffusers pipeline class that loads its directory
+    pipeline_class: Callable[[], type] | None = None
 
 
 TRAINED_RECIPES: dict[str, TrainedRecipe] = {}
 
 
-def register_trained(name: str, kind: str, defaults: dict, description: str = ""):
+def register_trained(name: str, kind: str, defaults: dict, description: str = "",
+                     pipeline_class: Callable[[], type] | None = None):
     """Decorator registering ``build(**options) -> directory`` as the recipe of ``trained:<name>``."""
 
     def decorator(build: Callable[..., Path]) -> Callable[..., Path]:
         TRAINED_RECIPES[name] = TrainedRecipe(name, kind, dict(defaults), build,
-                                              description or (build.__doc__ or "").strip())
+                                              description or (build.__doc__ or "").strip(), pipeline_class)
         return build
 
     return decorator
 
 
 def _load_recipes() -> None:
-    from . import world_clip  # noqa: F401  (registers trained:world-clip)
+    from . import world_clip, world_diffusion  # noqa: F401  (register trained:world-clip, trained:world-diffusion)
 
 
 def trained_options(body: str) -> tuple[TrainedRecipe, dict]:
@@ -74,11 +77,23 @@ def trained_checkpoint(body: str) -> Path:
     return Path(recipe.build(**options))
 
 
+def trained_pipeline(body: str) -> tuple[Path, type]:
+    """The directory of the text-to-image model ``trained:<body>`` (trained on first use) and the
+    diffusers pipeline class that loads it."""
+    recipe, options = trained_options(body)
+    if recipe.pipeline_class is None:
+        raise ValueError(f"'trained:{body}' is a {recipe.kind} model, not a text-to-image one; text-to-image "
+                         f"recipes: {', '.join(sorted(n for n, r in TRAINED_RECIPES.items() if r.pipeline_class))}.")
+    return Path(recipe.build(**options)), recipe.pipeline_class()
+
+
 def training_summary(specs) -> pd.DataFrame:
-    """Per ``trained:`` spec: epochs, the last epoch's loss and the training time (training those not yet built)."""
+    """Per ``trained:`` spec: epochs (or steps), the last loss and the training time (training those not yet built)."""
     rows = []
     for spec in specs:
         record = json.loads((trained_checkpoint(str(spec).removeprefix("trained:")) / "training.json").read_text())
-        rows.append({"spec": spec, "epochs": len(record["history"]), "final_loss": record["history"][-1]["loss"],
+        length = {"steps": record["history"][-1]["step"]} if "step" in record["history"][-1] else {
+            "epochs": len(record["history"])}
+        rows.append({"spec": spec, **length, "final_loss": record["history"][-1]["loss"],
                      "train_images": record["train_images"], "seconds": record["seconds"]})
     return pd.DataFrame(rows)
