@@ -186,3 +186,27 @@ def test_published_vector_files_are_read_from_the_data_folder(tmp_path, monkeypa
     full = yaml.safe_load((Path(__file__).parents[2] / "params" / "full.yml").read_text())
     specs = full["notebooks"]["03b_weat"]["word_vector_specs"]
     assert specs[:2] == list(WORD_VECTOR_FILES) and "glove-6b-50d" in specs[2:]
+
+
+@pytest.mark.parametrize("measure", [weat_effect_size, weat_test, weat_p_value])
+@pytest.mark.parametrize("bad", ["X", "Y", "A", "B"])
+def test_bad_rows_and_dimensions_are_named_by_their_set(measure, bad):
+    sets = {name: np.random.default_rng(i).normal(size=(3, 4)) for i, name in enumerate("XYAB")}
+    zero = dict(sets, **{bad: np.vstack([sets[bad][:2], np.zeros(4)])})
+    with pytest.raises(ValueError, match=rf"^{bad} has 1 row\(s\) of zeros \(first: row 2\)"):
+        measure(*zero.values())
+    if bad in "AB":  # the attributes must have the targets' dimension
+        wide = dict(sets, **{bad: np.ones((2, 5))})
+        with pytest.raises(ValueError, match=rf"^{bad} has vectors of dimension 5, the others 4"):
+            measure(*wide.values())
+
+
+def test_monte_carlo_seed_defaults_to_zero_and_is_passed_on():
+    rng = np.random.default_rng(4)
+    X, Y, A, B = (rng.normal(size=(8, 5)) for _ in range(4))  # 12,870 partitions: Monte Carlo below that
+    options = dict(n_permutations=500, max_exact=100)
+    scores = association_scores(X, A, B), association_scores(Y, A, B)
+    by_seed = {seed: weat_test_from_scores(*scores, seed=seed, **options).p_value for seed in (0, 5)}
+    assert by_seed[0] != by_seed[5]  # 500 draws: the seed shows in the p-value
+    assert weat_test(X, Y, A, B, **options).p_value == weat_p_value(X, Y, A, B, **options) == by_seed[0]
+    assert weat_test(X, Y, A, B, seed=5, **options).p_value == weat_p_value(X, Y, A, B, seed=5, **options) == by_seed[5]
