@@ -166,3 +166,6 @@ def test_self_similarity_gap_table_keeps_groups_of_two_lists_each_comparison_onc
     direct = self_similarity_gap_test(embeddings[4:6], embeddings[:4], 30, 4)
     assert row["p_value"] == direct["p_value"] and row["gap (B − A)"] == pytest.approx(direct["gap"])
     assert (row["n_A"], row["n_B"]) == (4, 2)
+    # defaults: the test's own (1,000 permutations, seed 0)
+    default = self_similarity_gap_table(records, embeddings).set_index("comparison").loc["White vs Black"]
+    assert default["p_value"] == self_similarity_gap_test(embeddings[4:6], embeddings[:4])["p_value"]
