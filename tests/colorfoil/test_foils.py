@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from vlbias.colorfoil.foils import find_words, replace_words
 
@@ -76,3 +77,33 @@ def test_a_caption_without_a_colour_word_has_no_foil_and_spellings_are_not_foils
     for seed in range(30):
         (_, mapping), = distinct_foils("a gray cat", alternatives, 1, np.random.default_rng(seed))
         assert mapping == {"gray": "red"}
+
+
+def test_alternative_tables_are_keyed_by_lower_case_words():
+    assert alternatives_from_targets(["Red", "GRAY"], ["red", "blue"]) == {"red": ["blue"], "gray": ["red", "blue"]}
+    assert swap_alternatives([("Man", "Woman"), ("man", "Boy")]) == {"man": ["woman", "boy"], "woman": ["man"],
+                                                                    "boy": ["man"]}
+
+
+def test_distinct_foils_k_vocabulary_and_fewer_combinations_than_k():
+    with pytest.raises(ValueError, match="^k must be at least 1, got 0$"):
+        distinct_foils("a red bus", {"red": ["blue"]}, 0, np.random.default_rng(0))
+    alternatives = {"red": ["green"], "blue": ["pink"]}
+    # only the vocabulary's words are replaced, even when other words have alternatives
+    (foil, mapping), = distinct_foils("a red and blue bus", alternatives, 3, np.random.default_rng(0), vocabulary=["red"])
+    assert foil == "a green and blue bus" and mapping == {"red": "green"}
+    # one combination exists: one foil, however many are asked for
+    assert [f for f, _ in distinct_foils("a man", swap_alternatives([("man", "woman")]), 3,
+                                         np.random.default_rng(0))] == ["a woman"]
+
+
+def test_distinct_foils_of_a_caption_with_more_combinations_than_int64_holds():
+    # 30 words with 9 alternatives each: 9**30 ~ 4e28 combinations, past numpy's integers
+    words = [f"w{i}" for i in range(30)]
+    alternatives = {word: [f"{word}x{j}" for j in range(9)] for word in words}
+    foils = distinct_foils(" ".join(words), alternatives, 5, np.random.default_rng(1))
+    assert len(foils) == 5 and len({foil for foil, _ in foils}) == 5
+    for foil, mapping in foils:
+        assert all(mapping[word] in alternatives[word] for word in words)
+        assert foil == " ".join(mapping[word] for word in words)
+    assert foils == distinct_foils(" ".join(words), alternatives, 5, np.random.default_rng(1))
