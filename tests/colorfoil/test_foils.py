@@ -101,9 +101,11 @@ def test_distinct_foils_of_a_caption_with_more_combinations_than_int64_holds():
     # 30 words with 9 alternatives each: 9**30 ~ 4e28 combinations, past numpy's integers
     words = [f"w{i}" for i in range(30)]
     alternatives = {word: [f"{word}x{j}" for j in range(9)] for word in words}
-    foils = distinct_foils(" ".join(words), alternatives, 5, np.random.default_rng(1))
-    assert len(foils) == 5 and len({foil for foil, _ in foils}) == 5
+    foils = distinct_foils(" ".join(words), alternatives, 20, np.random.default_rng(1))
+    assert len(foils) == 20 and len({foil for foil, _ in foils}) == 20
     for foil, mapping in foils:
         assert all(mapping[word] in alternatives[word] for word in words)
         assert foil == " ".join(mapping[word] for word in words)
-    assert foils == distinct_foils(" ".join(words), alternatives, 5, np.random.default_rng(1))
+    assert foils == distinct_foils(" ".join(words), alternatives, 20, np.random.default_rng(1))
+    # uniform over all combinations: the last word varies too (a total cut to int64 would pin it)
+    assert len({mapping["w29"] for _, mapping in foils}) > 3
