@@ -109,3 +109,17 @@ def test_distinct_foils_of_a_caption_with_more_combinations_than_int64_holds():
     assert foils == distinct_foils(" ".join(words), alternatives, 20, np.random.default_rng(1))
     # uniform over all combinations: the last word varies too (a total cut to int64 would pin it)
     assert len({mapping["w29"] for _, mapping in foils}) > 3
+
+
+def test_longest_word_first_one_letter_capitals_and_empty_vocabulary():
+    assert find_words("a blue green car", ["blue", "blue green"]) == ["blue green"]
+    assert replace_words("a blue green car", {"blue": "red", "blue green": "teal"}) == "a teal car"
+    assert replace_words("I saw it", {"i": "we"}) == "We saw it"  # one capital letter: capitalised, not upper
+    with pytest.raises(ValueError, match="^empty vocabulary$"):
+        find_words("a red car", [])
+
+
+def test_foils_equal_to_the_text_or_to_each_other_ignoring_case_are_dropped():
+    # "red" -> "red" repeats the text; "blue" and "BLUE" give one foil up to case
+    foils = distinct_foils("a red car", {"red": ["blue", "BLUE", "red"]}, 3, np.random.default_rng(0))
+    assert len(foils) == 1 and foils[0][0].lower() == "a blue car"
