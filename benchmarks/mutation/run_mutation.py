@@ -12,7 +12,7 @@ gets a test that kills it or a line there saying why it is equivalent or harmles
 MODULE names a key of TARGETS (e.g. ``vlbias.cache``); by default all of them. mutmut keeps its
 results in ``mutants/``. ``--only all`` (the default) tests every mutant of the module afresh;
 ``--only untested`` resumes a run that was stopped; ``--only survivors`` re-tests the survivors
-after tests were added (quick). A module's run time is the sum over its runs since the last
+(and the mutants no test reached) after tests were added (quick). A module's run time is the sum over its runs since the last
 ``--only all``. One child process by default: the machine is small and shared.
 """
 
@@ -84,7 +84,8 @@ def selection(module: str, only: str) -> list[str] | None:
     codes = results(module)
     if only == "all" or not codes:
         return None
-    wanted = (lambda code: code is None) if only == "untested" else (lambda code: code in SURVIVED)
+    # "survivors" includes mutants that had no test: a new test may reach them
+    wanted = (lambda code: code is None) if only == "untested" else (lambda code: code in SURVIVED | {33})
     return sorted(name for name, code in codes.items() if wanted(code))
 
 
