@@ -208,6 +208,7 @@ def test_monte_carlo_seed_defaults_to_zero_and_is_passed_on():
     scores = association_scores(X, A, B), association_scores(Y, A, B)
     by_seed = {seed: weat_test_from_scores(*scores, seed=seed, **options).p_value for seed in (0, 5)}
     assert by_seed[0] != by_seed[5]  # 500 draws: the seed shows in the p-value
+    assert weat_test_from_scores(*scores, **options).p_value == by_seed[0]
     assert weat_test(X, Y, A, B, **options).p_value == weat_p_value(X, Y, A, B, **options) == by_seed[0]
     assert weat_test(X, Y, A, B, seed=5, **options).p_value == weat_p_value(X, Y, A, B, seed=5, **options) == by_seed[5]
 
