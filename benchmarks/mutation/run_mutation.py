@@ -11,8 +11,9 @@ gets a test that kills it or a line there saying why it is equivalent or harmles
 
 MODULE names a key of TARGETS (e.g. ``vlbias.cache``); by default all of them. mutmut keeps its
 results in ``mutants/``. ``--only all`` (the default) tests every mutant of the module afresh;
-``--only untested`` resumes a run that was stopped; ``--only survivors`` re-tests the survivors
-(and the mutants no test reached) after tests were added (quick). A module's run time is the sum over its runs since the last
+``--only untested`` resumes a run that was stopped; ``--only survivors`` re-tests every mutant
+not killed yet (survivors, mutants no test reached, mutants of changed functions) after tests were
+added (quick). A module's run time is the sum over its runs since the last
 ``--only all``. One child process by default: the machine is small and shared.
 """
 
@@ -84,8 +85,9 @@ def selection(module: str, only: str) -> list[str] | None:
     codes = results(module)
     if only == "all" or not codes:
         return None
-    # "survivors" includes mutants that had no test: a new test may reach them
-    wanted = (lambda code: code is None) if only == "untested" else (lambda code: code in SURVIVED | {33})
+    # "survivors": every mutant not killed yet, including those no test reached and those of
+    # functions changed since (no result): a new test may reach them
+    wanted = (lambda code: code is None) if only == "untested" else (lambda code: code not in KILLED)
     return sorted(name for name, code in codes.items() if wanted(code))
 
 
