@@ -123,3 +123,9 @@ def test_foils_equal_to_the_text_or_to_each_other_ignoring_case_are_dropped():
     # "red" -> "red" repeats the text; "blue" and "BLUE" give one foil up to case
     foils = distinct_foils("a red car", {"red": ["blue", "BLUE", "red"]}, 3, np.random.default_rng(0))
     assert len(foils) == 1 and foils[0][0].lower() == "a blue car"
+
+
+def test_asking_for_more_foils_than_combinations_gives_every_combination_once():
+    alternatives = {"red": [f"c{i}" for i in range(12)], "blue": [f"d{i}" for i in range(12)]}
+    foils = distinct_foils("red and blue", alternatives, 200, np.random.default_rng(0))
+    assert sorted(f for f, _ in foils) == sorted(f"c{i} and d{j}" for i in range(12) for j in range(12))
