@@ -115,3 +115,70 @@ def test_gap_tables_cover_the_headline_comparisons():
     assert row.gap == pytest.approx(100 * (white.mean() - black.mean()))
     gaps = self_similarity_gap_table(records, images, permutations=50)
     assert len(gaps) == 6 + 3 + 1 and "White Male vs Black Female" in gaps.comparison.tolist()
+
+
+def test_unmarked_inputs_are_checked_with_named_errors():
+    from vlbias.markedness.unmarked import checked_flags
+
+    with pytest.raises(ValueError, match=r"^label_scores must be \(n, k\) with n=3, got \(2, 2\)$"):
+        is_unmarked(np.zeros(3), np.zeros((2, 2)))
+    with pytest.raises(ValueError, match=r"^label_scores must be \(n, k\) with n=3, got \(3,\)$"):
+        is_unmarked(np.zeros(3), np.zeros(3))
+    assert checked_flags([1, 0, 1.0], 3).tolist() == [True, False, True] and checked_flags([True], 1).dtype == bool
+    with pytest.raises(ValueError, match=r"^flags must hold one flag per record \(3\), got shape \(2,\)$"):
+        checked_flags([1, 0], 3, name="flags")
+    with pytest.raises(ValueError, match=r"^unmarked has 2 value\(s\) that are not True/False"):
+        checked_flags([1, np.nan, 2], 3)
+
+
+def test_unmarked_flags_use_the_given_person_prompt_and_name_zero_embeddings():
+    from vlbias.markedness import unmarked_flags
+
+    prompts = {"colour": {"red": "a red thing", "blue": "a blue thing"}}
+    table = {"a thing": [1.0, 0.0], "a red thing": [0.0, 1.0], "a blue thing": [-1.0, 0.0], "x": [0.0, -1.0]}
+    images = np.array([[1.0, 0.1], [0.1, 1.0], [-1.0, 0.0]])
+
+    def embed(texts):
+        return np.array([table[t] for t in texts])
+
+    # person "a thing" points at (1, 0): it wins for the first image only
+    assert unmarked_flags(images, embed, prompts, person_prompt="a thing")["colour"].tolist() == [True, False, False]
+    # a person prompt that is also a label is embedded once and never beats itself
+    assert not unmarked_flags(images, embed, prompts, person_prompt="a red thing")["colour"].any()
+    with pytest.raises(ValueError, match="^image_embeddings has 1 row"):
+        unmarked_flags(np.vstack([images, np.zeros(2)]), embed, prompts, person_prompt="a thing")
+    with pytest.raises(ValueError, match="^text embeddings has 1 row"):
+        unmarked_flags(images, lambda texts: np.vstack([embed(texts)[:-1], np.zeros(2)]), prompts,
+                       person_prompt="a thing")
+
+
+def test_balanced_table_defaults_sample_size_and_mean_by_hand():
+    from vlbias.markedness import unmarked_table
+
+    records = pd.DataFrame({"race": ["White"] * 10 + ["Black"] * 4})
+    flags = np.array([1] * 7 + [0] * 3 + [1, 0, 0, 0], bool)
+    table = unmarked_table(records, flags, "race", balance=True)
+    assert table.equals(unmarked_table(records, flags, "race", balance=True, repetitions=10_000, seed=0))
+    assert not table.equals(unmarked_table(records, flags, "race", balance=True, seed=1))
+    white = table.set_index("race").loc["White"]
+    # 4 of White's 10 images, 7 unmarked: hypergeometric mean 4 * 7/10 of 4, i.e. 70%
+    assert white["sample_size"] == 4 and white["balanced_%"] == pytest.approx(70, abs=1.0)
+    assert (white["balanced_low_%"], white["balanced_high_%"]) == (25.0, 100.0)  # 1 and 4 of 4 (2.5%, 97.5%)
+    black = table.set_index("race").loc["Black"]
+    assert black["balanced_%"] == black["unmarked_%"] == 25.0  # the smallest group is drawn whole
+
+
+def test_unmarked_by_selects_records_and_names_groups():
+    from vlbias.markedness import unmarked_by, unmarked_columns, unmarked_table
+
+    records = pd.DataFrame({"race": ["White", "White", "Black", "Black", "White"],
+                            "gender": ["Male", "Female", "Male", "Male", "Male"]})
+    flags = pd.DataFrame({"race": [True, False, True, False, False], "gender": [False] * 5})
+    where = np.array([True, True, True, True, False])
+    table = unmarked_by(records, flags, "race", ["race", "gender"], where=where)
+    assert table["group"].tolist() == ["White, Female", "White, Male", "Black, Male"]  # the paper's label order
+    assert table["unmarked_%"].tolist() == [0.0, 100.0, 50.0] and table["n"].tolist() == [1, 1, 2]
+    everyone = unmarked_by(records, flags, "race", "race")
+    pd.testing.assert_frame_equal(everyone.drop(columns="group"), unmarked_table(records, flags["race"].to_numpy(), "race"))
+    assert unmarked_columns(True) == ("balanced_%", "balanced_low_%", "balanced_high_%")
+    assert unmarked_columns(False) == ("unmarked_%", "ci_low_%", "ci_high_%")
