@@ -169,3 +169,18 @@ def test_self_similarity_gap_table_keeps_groups_of_two_lists_each_comparison_onc
     # defaults: the test's own (1,000 permutations, seed 0)
     default = self_similarity_gap_table(records, embeddings).set_index("comparison").loc["White vs Black"]
     assert default["p_value"] == self_similarity_gap_test(embeddings[4:6], embeddings[:4])["p_value"]
+
+
+def test_self_similarity_gap_p_counts_every_drawn_relabelling():
+    # the relabellings are draw_subsets' draws under the seed, all of them: redone with direct cosines
+    from vlbias.markedness.self_similarity import draw_subsets
+
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(4, 3)) + [2, 0, 0], rng.normal(size=(5, 3))
+    pooled = np.concatenate([a, b])
+    observed = pairwise_mean_cosine(a) - pairwise_mean_cosine(b)
+    chosen, left = draw_subsets(np.random.default_rng(2), 9, 4, 300)
+    gaps = np.array([pairwise_mean_cosine(pooled[c]) - pairwise_mean_cosine(pooled[r]) for c, r in zip(chosen, left)])
+    hits = int(np.sum(np.abs(gaps) >= abs(observed) - 1e-9))
+    assert 30 < hits < 270
+    assert self_similarity_gap_test(a, b, permutations=300, seed=2)["p_value"] == pytest.approx((1 + hits) / 301)
