@@ -302,3 +302,53 @@ def test_released_code_construction_and_its_counts(tmp_path):
     assert table.loc["images", "coco (published)"] == 5000
     with pytest.raises(ValueError, match="construction"):
         cf.build_benchmark(coco, construction="substring", progress=False)
+
+
+def test_foil_comparisons_row_by_row_with_missing_foils_and_defaults():
+    # a two-colour caption first (skipped, the others still counted); row 1 lacks its first foil
+    # (the second still counts); row 2 has five foils (the default k = 4 reads four)
+    bench = _benchmark([["red", "blue"], ["red"], ["pink"]],
+                       [["red->pink; blue->black"], ["red->blue", "red->green"],
+                        ["pink->a", "pink->b", "pink->c", "pink->d", "pink->e"]])
+    scores = np.array([[1.0, 2.0, np.nan, np.nan, np.nan, np.nan],
+                       [1.0, np.nan, 1.0, np.nan, np.nan, np.nan],
+                       [1.0, 0.0, 2.0, 0.5, 1.0, 3.0]])
+    expected = pd.DataFrame({"row": [1, 2, 2, 2, 2], "original": ["red"] + ["pink"] * 4,
+                             "foil": ["green", "a", "b", "c", "d"], "error": [True, False, True, False, True]})
+    pd.testing.assert_frame_equal(cf.foil_comparisons(bench, scores), expected)
+    rates, counts = cf.colour_confusion(bench, scores)
+    pd.testing.assert_frame_equal(counts, pd.DataFrame([[1, 1, 1, 1, 0], [0, 0, 0, 0, 1]], dtype="int64",
+                                                       index=pd.Index(["pink", "red"], name="original"),
+                                                       columns=pd.Index(list("abcd") + ["green"], name="foil")),
+                                  check_like=True)
+    assert rates.loc["pink", "b"] == 1.0 and rates.loc["pink", "a"] == 0.0 and np.isnan(rates.loc["red", "a"])
+    assert rates.loc["red", "green"] == 1.0
+    everything = cf.foil_comparisons(bench, scores, k=1, single_word_only=False)
+    assert everything[["row", "original", "foil"]].values.tolist() == [
+        [0, "red", "pink"], [0, "blue", "black"], [2, "pink", "a"]]
+
+
+def test_per_colour_accuracy_defaults_order_and_confidence():
+    bench = _benchmark([["red"], ["blue"], ["red"], ["blue"], ["green"]], [["x->y", "x->z"]] * 5)
+    scores = np.array([[1.0, 0.0, 2.0], [1.0, 0.0, 2.0], [0.0, 1.0, 2.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    table = cf.per_colour_accuracy(bench, scores)
+    # k = 1 by default; most frequent first, ties alphabetical; a fresh 0..n-1 index
+    assert table["colour"].tolist() == ["blue", "red", "green"] and table.index.tolist() == [0, 1, 2]
+    assert table["n"].tolist() == [2, 2, 1] and table["accuracy_%"].tolist() == [50.0, 50.0, 100.0]
+    ci = stats.binomtest(1, 2).proportion_ci(confidence_level=0.95, method="wilson")
+    assert table.loc[0, "ci_low_%"] == pytest.approx(100 * ci.low)
+    at_90 = cf.per_colour_accuracy(bench, scores, confidence=0.90)
+    ci = stats.binomtest(1, 2).proportion_ci(confidence_level=0.90, method="wilson")
+    assert at_90.loc[0, "ci_high_%"] == pytest.approx(100 * ci.high)
+
+
+def test_k_range_auroc_of_one_row_ties_and_empty_rows():
+    with pytest.raises(ValueError, match="^k must be between 1 and 2, got 3$"):
+        cf.correct_at(np.zeros((2, 3)), 3)
+    one = np.array([[0.5, 0.2, 0.9], [0.3, np.nan, 0.1]])
+    assert cf.detection_auroc(one, 2) == 0.5  # one usable row: the caption beats one of its two foils
+    assert np.isnan(cf.detection_auroc(np.array([[0.5, np.nan]]), 1))
+    row = cf.evaluation_row(np.array([[0.5, 0.5, 0.1], [0.7, 0.2, 0.1], [0.4, 0.4, 0.6]]), 1)
+    assert row["ties"] == 2 and row["accuracy_%"] == pytest.approx(100 / 3)
+    empty = cf.evaluation_row(np.array([[0.5, np.nan]]), 1)
+    assert empty["n"] == 0 and np.isnan(empty["f1"]) and np.isnan(empty["mean_margin"])
