@@ -334,6 +334,7 @@ def test_per_colour_accuracy_defaults_order_and_confidence():
     table = cf.per_colour_accuracy(bench, scores)
     # k = 1 by default; most frequent first, ties alphabetical; a fresh 0..n-1 index
     assert table["colour"].tolist() == ["blue", "red", "green"] and table.index.tolist() == [0, 1, 2]
+    assert table.columns.tolist() == ["colour", "n", "accuracy_%", "ci_low_%", "ci_high_%"]
     assert table["n"].tolist() == [2, 2, 1] and table["accuracy_%"].tolist() == [50.0, 50.0, 100.0]
     ci = stats.binomtest(1, 2).proportion_ci(confidence_level=0.95, method="wilson")
     assert table.loc[0, "ci_low_%"] == pytest.approx(100 * ci.low)
