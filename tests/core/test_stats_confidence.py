@@ -98,3 +98,34 @@ def test_unit_rows_default_name_and_dimension_check():
     with pytest.raises(ValueError, match="^vectors has vectors of dimension 3, the others 4"):
         unit_rows(np.ones((2, 3)), dim=4)
     np.testing.assert_allclose(unit_rows([[3.0, 4.0]], dim=2), [[0.6, 0.8]])
+
+
+def test_finite_rows_and_vectors_shapes_and_errors_by_name():
+    from vlbias.stats import finite_rows, finite_vector, self_similarity
+
+    assert finite_rows([1, 2], "v").tolist() == [[1.0, 2.0]]  # one vector is one row
+    assert finite_rows([], "v", min_rows=0, dim=3).shape == (0, 3)
+    assert finite_rows(np.ones((2, 3), np.float32), "v").dtype == np.float64
+    assert finite_rows(np.ones((2, 3)), "v", dtype=np.float32).dtype == np.float32
+    with pytest.raises(ValueError, match=r"^v must be a 2-D array \(one vector per row\), got shape \(1, 2, 3\)$"):
+        finite_rows(np.ones((1, 2, 3)), "v")
+    with pytest.raises(ValueError, match=r"^v needs at least 1 row\(s\), got 0 \(an empty set\? check that its "
+                                         r"words or images were found\)$"):
+        finite_rows([], "v")
+    with pytest.raises(ValueError, match=r"^v needs at least 3 row\(s\), got 2"):
+        finite_rows(np.ones((2, 2)), "v", min_rows=3)
+    with pytest.raises(ValueError, match=r"^v has vectors of dimension 2, the others 3: embed everything with the "
+                                         r"same model$"):
+        finite_rows(np.ones((2, 2)), "v", dim=3)
+    with pytest.raises(ValueError, match=r"^v has 2 row\(s\) with NaN or inf \(first: row 1\); drop or recompute "
+                                         r"them$"):
+        finite_rows([[1.0, 2.0], [np.nan, 0.0], [0.0, np.inf]], "v")
+    assert finite_vector([1, 2, 3], "s").tolist() == [1.0, 2.0, 3.0] and finite_vector([1], "s").dtype == np.float64
+    with pytest.raises(ValueError, match=r"^s must be a 1-D vector, got shape \(2, 1\)$"):
+        finite_vector([[1], [2]], "s")
+    with pytest.raises(ValueError, match=r"^s needs at least 2 row\(s\), got 1"):
+        finite_vector([1.0], "s", min_size=2)
+    with pytest.raises(ValueError, match=r"^embeddings needs at least 2 row\(s\), got 1"):
+        self_similarity([[1.0, 0.0]])
+    # mean cosine over distinct pairs: (1, 0), (0, 1), (1, 1)/sqrt 2 -> (0 + 2 cos 45°) / 3
+    assert self_similarity([[2.0, 0.0], [0.0, 3.0], [1.0, 1.0]]) == pytest.approx(2 * np.sqrt(0.5) / 3)
