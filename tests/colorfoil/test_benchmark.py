@@ -353,3 +353,37 @@ def test_k_range_auroc_of_one_row_ties_and_empty_rows():
     assert row["ties"] == 2 and row["accuracy_%"] == pytest.approx(100 / 3)
     empty = cf.evaluation_row(np.array([[0.5, np.nan]]), 1)
     assert empty["n"] == 0 and np.isnan(empty["f1"]) and np.isnan(empty["mean_margin"])
+
+
+def test_score_benchmark_caches_by_candidates_and_images_under_its_kind(coco, tmp_path, monkeypatch):
+    from vlbias.models import load_image_text_model
+
+    model = load_image_text_model("tiny:clip", device="cpu")
+    monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
+    calls = []
+    score_candidates = model.score_candidates
+    monkeypatch.setattr(model, "score_candidates", lambda *a, **k: calls.append(1) or score_candidates(*a, **k))
+    bench = cf.build_benchmark(coco, progress=False)
+    assert len(bench) >= 2
+
+    def fresh(table):
+        return cf.score_benchmark(model, coco, table, cache=False, progress=False)
+
+    scores = cf.score_benchmark(model, coco, bench, progress=False)
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["colorfoil"]  # under its own kind only
+    n_calls = len(calls)
+    np.testing.assert_array_equal(cf.score_benchmark(model, coco, bench, progress=False), scores)
+    assert len(calls) == n_calls  # cached by default: no new scoring
+    # other candidates (the foils reversed) or other images (two rows' images swapped): not the cached scores
+    reversed_foils = bench.assign(foils=[list(reversed(f)) for f in bench["foils"]],
+                                  replacements=[list(reversed(r)) for r in bench["replacements"]])
+    swapped = bench.assign(image_index=bench["image_index"].to_numpy()[[1, 0, *range(2, len(bench))]])
+    for table in (reversed_foils, swapped):
+        np.testing.assert_allclose(cf.score_benchmark(model, coco, table, progress=False), fresh(table), atol=1e-6)
+    assert cf.score_benchmark(model, coco, bench.iloc[:0], progress=False).shape == (0, 5)
+    # one row alone (float32 sums in another batch order)
+    np.testing.assert_allclose(cf.score_benchmark(model, coco, bench.iloc[:1], progress=False), scores[:1], atol=1e-6)
+
+
+def test_f1_of_the_all_positive_reading_from_zeros_and_ones():
+    assert cf.f1_all_positive([1, 0, 1]) == pytest.approx(2 * 2 / (2 * 2 + 1))  # integers, not only booleans
