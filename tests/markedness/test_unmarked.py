@@ -180,5 +180,36 @@ def test_unmarked_by_selects_records_and_names_groups():
     assert table["unmarked_%"].tolist() == [0.0, 100.0, 50.0] and table["n"].tolist() == [1, 1, 2]
     everyone = unmarked_by(records, flags, "race", "race")
     pd.testing.assert_frame_equal(everyone.drop(columns="group"), unmarked_table(records, flags["race"].to_numpy(), "race"))
+    at_90 = unmarked_by(records, flags, "race", "race", confidence=0.90)  # options reach unmarked_table
+    pd.testing.assert_frame_equal(at_90.drop(columns="group"),
+                                  unmarked_table(records, flags["race"].to_numpy(), "race", confidence=0.90))
     assert unmarked_columns(True) == ("balanced_%", "balanced_low_%", "balanced_high_%")
     assert unmarked_columns(False) == ("unmarked_%", "ci_low_%", "ci_high_%")
+
+
+def test_prompt_sensitivity_uses_the_given_phrasings_and_a_fresh_index():
+    from vlbias.markedness import prompt_sensitivity
+    from vlbias.markedness.prompts import RACE_PHRASES
+
+    records = fixture_like_records()
+    images = np.random.default_rng(3).normal(size=(len(records), 8))
+    table = prompt_sensitivity(records, images, fake_text_embed, ["a photo of"], ["70 or more years old"],
+                               race_phrases={"Black": "an African"}, gender_words={"Female": "woman", "Male": "man"})
+    assert table.columns.tolist() == ["prefix", "oldest_age_wording", "family", "group", "n", "unmarked_%"]
+    assert table.index.tolist() == list(range(len(table)))
+    unit = images / np.linalg.norm(images, axis=1, keepdims=True)
+
+    def cosines(*texts):
+        vectors = fake_text_embed(list(texts))
+        return unit @ (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).T
+
+    person = cosines("a photo of a person")[:, 0]
+    gender = person > cosines("a photo of a woman person", "a photo of a man person").max(axis=1)
+    rows = table[table.family == "gender"].set_index("group")
+    for label in ("Female", "Male"):
+        assert rows.loc[label, "unmarked_%"] == pytest.approx(100 * gender[(records.gender == label).to_numpy()].mean())
+    race_prompts = [f"a photo of {'an African' if race == 'Black' else phrase} person"
+                    for race, phrase in RACE_PHRASES.items()]
+    race = person > cosines(*race_prompts).max(axis=1)
+    black = table[(table.family == "race") & (table.group == "Black")]
+    assert black["unmarked_%"].item() == pytest.approx(100 * race[(records.race == "Black").to_numpy()].mean())
