@@ -129,6 +129,8 @@ def test_unmarked_inputs_are_checked_with_named_errors():
         checked_flags([1, 0], 3, name="flags")
     with pytest.raises(ValueError, match=r"^unmarked has 2 value\(s\) that are not True/False"):
         checked_flags([1, np.nan, 2], 3)
+    with pytest.raises(ValueError, match=r"^unmarked has 1 value\(s\) that are not True/False"):
+        checked_flags(["yes", 1, 0], 3)
 
 
 def test_unmarked_flags_use_the_given_person_prompt_and_name_zero_embeddings():
@@ -166,6 +168,23 @@ def test_balanced_table_defaults_sample_size_and_mean_by_hand():
     assert (white["balanced_low_%"], white["balanced_high_%"]) == (25.0, 100.0)  # 1 and 4 of 4 (2.5%, 97.5%)
     black = table.set_index("race").loc["Black"]
     assert black["balanced_%"] == black["unmarked_%"] == 25.0  # the smallest group is drawn whole
+    assert (black["balanced_low_%"], black["balanced_high_%"]) == (25.0, 25.0)
+    assert "balanced_%" not in unmarked_table(records, flags, "race").columns  # not balanced by default
+
+
+def test_balanced_interval_is_the_hypergeometric_quantiles_at_the_confidence():
+    from scipy import stats as scipy_stats
+
+    from vlbias.markedness import unmarked_table
+
+    # 20 of White's 50 images drawn, 25 unmarked: at confidence 0.5 the quartiles of Hypergeom(50, 25, 20)
+    # are 9 and 11 (each well inside its atom), i.e. 45% and 55%
+    records = pd.DataFrame({"race": ["White"] * 50 + ["Black"] * 20})
+    flags = np.array([1] * 25 + [0] * 25 + [1] * 5 + [0] * 15, bool)
+    white = unmarked_table(records, flags, "race", balance=True, confidence=0.5).set_index("race").loc["White"]
+    quartiles = scipy_stats.hypergeom(50, 25, 20).ppf([0.25, 0.75])
+    assert tuple(100 * quartiles / 20) == pytest.approx((45.0, 55.0))
+    assert (white["balanced_low_%"], white["balanced_high_%"]) == pytest.approx((45.0, 55.0))
 
 
 def test_unmarked_by_selects_records_and_names_groups():
