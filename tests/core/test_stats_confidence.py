@@ -129,3 +129,15 @@ def test_finite_rows_and_vectors_shapes_and_errors_by_name():
         self_similarity([[1.0, 0.0]])
     # mean cosine over distinct pairs: (1, 0), (0, 1), (1, 1)/sqrt 2 -> (0 + 2 cos 45°) / 3
     assert self_similarity([[2.0, 0.0], [0.0, 3.0], [1.0, 1.0]]) == pytest.approx(2 * np.sqrt(0.5) / 3)
+
+
+def test_wilson_of_no_trials_is_nan_quietly_and_of_one_trial_is_scipys():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 0 / 0 is silenced inside, not left to the caller
+        low, high = wilson_interval(np.array([0, 0, 1]), np.array([0, 1, 1]))
+    assert np.isnan(low[0]) and np.isnan(high[0])
+    for i, k in ((1, 0), (2, 1)):
+        ci = stats.binomtest(k, 1).proportion_ci(0.95, method="wilson")
+        assert (low[i], high[i]) == pytest.approx((ci.low, ci.high))
