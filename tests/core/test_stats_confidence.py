@@ -105,6 +105,7 @@ def test_finite_rows_and_vectors_shapes_and_errors_by_name():
 
     assert finite_rows([1, 2], "v").tolist() == [[1.0, 2.0]]  # one vector is one row
     assert finite_rows([], "v", min_rows=0, dim=3).shape == (0, 3)
+    assert finite_rows([], "v", min_rows=0).shape == (0, 0)
     assert finite_rows(np.ones((2, 3), np.float32), "v").dtype == np.float64
     assert finite_rows(np.ones((2, 3)), "v", dtype=np.float32).dtype == np.float32
     with pytest.raises(ValueError, match=r"^v must be a 2-D array \(one vector per row\), got shape \(1, 2, 3\)$"):
