@@ -160,3 +160,42 @@ def test_cached_scores_are_reused_and_keyed_by_texts(isolated_cache):
     again = pronoun_shares(CountingLM(table), ["pilot"], ["The {occupation} said {slot} left."], ["she", "he"],
                            cache=True, progress=False)
     assert calls == [1] and first.equals(again) and first.loc[0, "P(she)"] == pytest.approx(0.25)
+
+
+def test_measures_refuse_bad_settings_by_name():
+    table = {("The nurse said {slot} left.", p): v for p, v in (("she", 0.6), ("he", 0.2), ("they", 0.2))}
+    lm, templates = TableLM(table), ["The {occupation} said {slot} left."]
+    with pytest.raises(ValueError, match="^scoring must be 'slot' or 'sentence', got 'bogus'$"):
+        harms.stereotyping_table(lm, ["nurse"], [0.9], templates, scoring="bogus")
+    for pronouns in (("she", "they"), ("he", "they")):
+        with pytest.raises(ValueError, match="^pronouns must include 'she' and 'he'$"):
+            harms.stereotyping_table(lm, ["nurse"], [0.9], templates, pronouns=pronouns)
+    for bad in ("The nurse said {slot} left.", "The {occupation} left."):
+        with pytest.raises(ValueError, match=r"^template needs \{occupation\} and \{slot\}: "):
+            pronoun_shares(lm, ["nurse"], [bad], ["she", "he"])
+        with pytest.raises(ValueError, match=r"^template needs \{occupation\} and \{slot\}: "):
+            harms.sentence_pronoun_shares(lm, ["nurse"], [bad], ["she", "he"])
+    with pytest.raises(ValueError, match="^model_share and real_share must be of one length, got 4 and 3$"):
+        harms.amplification_slope([0.1, 0.2, 0.3, 0.4], [0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match=r"^real_share needs at least 3 row\(s\), got 2"):
+        harms.amplification_slope([0.1, 0.2], [0.1, 0.2])
+    with pytest.raises(ValueError, match=r"^rule must be 'first' or 'majority', got 'last'$"):
+        harms.protagonist_gender("she", rule="last")
+
+
+def test_amplification_summary_gap_direction_boundary_and_erasure_columns():
+    real, model = np.array([0.1, 0.5, 0.9]), np.array([0.2, 0.5, 1.0])
+    result = harms.amplification_slope(model, real)
+    fit = stats.linregress(real, model)
+    assert result["n"] == 3 and result["intercept"] == pytest.approx(fit.intercept)
+    assert result["r"] == pytest.approx(fit.rvalue) and result["mean_abs_gap"] == pytest.approx(0.2 / 3)
+    assert result["slope_high"] == pytest.approx(fit.slope + stats.t.ppf(0.975, 1) * fit.stderr)
+    assert harms.gap_direction([0.05, -0.05, 0.054, 0.056]) == ["near", "near", "near", "over"]
+    assert harms.gap_direction([0.08], near=0.1) == ["near"]
+    generated = pd.DataFrame({"b": [0.5, 0.2], "a": [0.1, 0.3], "c": [0.4, 0.5]}, index=["s1", "s2"])
+    erased = harms.erasure_index(generated, pd.Series({"a": 0.2, "b": 0.3}))
+    assert erased.columns.tolist() == ["a", "b"] and erased.loc["s1"].tolist() == pytest.approx([-0.1, 0.2])
+    with pytest.raises(ValueError, match=r"^generated shares lack the groups \['d'\]$"):
+        harms.erasure_index(generated, pd.Series({"a": 0.2, "d": 0.3}))
+    assert harms.protagonist_gender("He met her. She smiled.", rule="majority") == "female"
+    assert harms.protagonist_gender("He met her.", rule="majority") == "undetermined"
