@@ -129,3 +129,13 @@ def test_asking_for_more_foils_than_combinations_gives_every_combination_once():
     alternatives = {"red": [f"c{i}" for i in range(12)], "blue": [f"d{i}" for i in range(12)]}
     foils = distinct_foils("red and blue", alternatives, 200, np.random.default_rng(0))
     assert sorted(f for f, _ in foils) == sorted(f"c{i} and d{j}" for i in range(12) for j in range(12))
+
+
+def test_big_integer_draws_are_uniform_below_the_total_and_distinct():
+    from vlbias.colorfoil.foils import _distinct_large
+
+    # 6 needs 3 bits: a byte shifted right by 5; each value about 1/6 of 3,000 single draws
+    counts = np.bincount([_distinct_large(np.random.default_rng(seed), 6, 1)[0] for seed in range(3000)], minlength=6)
+    assert len(counts) == 6 and counts.min() > 400 and counts.max() < 600
+    assert sorted(_distinct_large(np.random.default_rng(0), 5, 5)) == [0, 1, 2, 3, 4]
+    assert sorted(_distinct_large(np.random.default_rng(0), 256, 256)) == list(range(256))  # 8 bits, no shift
