@@ -139,3 +139,4 @@ def test_big_integer_draws_are_uniform_below_the_total_and_distinct():
     assert len(counts) == 6 and counts.min() > 400 and counts.max() < 600
     assert sorted(_distinct_large(np.random.default_rng(0), 5, 5)) == [0, 1, 2, 3, 4]
     assert sorted(_distinct_large(np.random.default_rng(0), 256, 256)) == list(range(256))  # 8 bits, no shift
+    assert sorted(_distinct_large(np.random.default_rng(0), 100, 100)) == list(range(100))  # 7 bits
