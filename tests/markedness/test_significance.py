@@ -101,6 +101,10 @@ def test_rate_gap_table_passes_seed_and_permutations_on():
     direct = rate_gap_test(flags["race"][:6].to_numpy(), flags["race"][6:].to_numpy(), 40, 3)
     assert table.loc["White vs Black", "p_value"] == direct["p_value"]
     assert table.loc["White vs Black", ["unmarked_A_%", "unmarked_B_%"]].tolist() == pytest.approx([400 / 6, 200 / 6])
+    assert table.reset_index().columns.tolist() == ["comparison", "family", "unmarked_A_%", "unmarked_B_%", "n_a",
+                                                    "n_b", "gap", "p_value"]
+    default = rate_gap_table(records, flags).set_index("comparison").loc["White vs Black", "p_value"]
+    assert default == rate_gap_test(flags["race"][:6].to_numpy(), flags["race"][6:].to_numpy(), 10_000, 0)["p_value"]
 
 
 def exact_self_similarity_gap_p(a, b):
@@ -184,3 +188,24 @@ def test_self_similarity_gap_p_counts_every_drawn_relabelling():
     hits = int(np.sum(np.abs(gaps) >= abs(observed) - 1e-9))
     assert 30 < hits < 270
     assert self_similarity_gap_test(a, b, permutations=300, seed=2)["p_value"] == pytest.approx((1 + hits) / 301)
+
+
+def test_self_similarity_gap_p_counts_the_last_relabelling_too():
+    # 20,000 relabellings drawn as draw_subsets draws them, self-similarities from the Gram matrix
+    from vlbias.markedness.self_similarity import draw_subsets
+
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(4, 3)) + [2, 0, 0], rng.normal(size=(5, 3))
+    pooled = np.concatenate([a, b])
+    unit = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+    gram = unit @ unit.T
+    chosen, left = draw_subsets(np.random.default_rng(11), 9, 4, 20_000)
+
+    def mean_cosine(index):
+        m = index.shape[1]
+        return (gram[index[:, :, None], index[:, None, :]].sum(axis=(1, 2)) - m) / (m * (m - 1))
+
+    extreme = np.abs(mean_cosine(chosen) - mean_cosine(left)) >= abs(pairwise_mean_cosine(a) - pairwise_mean_cosine(b)) - 1e-9
+    assert extreme[-1]  # the last relabelling is as extreme as the observed one: it must be counted
+    p = self_similarity_gap_test(a, b, permutations=20_000, seed=11)["p_value"]
+    assert p == pytest.approx((1 + extreme.sum()) / 20_001)
