@@ -160,3 +160,31 @@ def test_paired_bootstrap_refuses_unpaired_runs():
         paired_bootstrap_change(a, a.iloc[1:], REFERENCE)
     with pytest.raises(ValueError, match="lacks the columns"):
         paired_bootstrap_change(a.drop(columns="seed"), a, REFERENCE)
+
+
+def test_shares_and_bootstrap_follow_their_target_columns_and_defaults():
+    labels = labels_from_counts(COUNTS).rename(columns={"profession": "job", "perceived": "seen"})
+    male = generated_shares(labels, target="male", group="job", label="seen", excluded=("no person",),
+                            confidence=0.90)
+    assert male.columns.tolist() == ["n_images", "n_person", "n_male", "generated share", "ci_low", "ci_high"]
+    assert male.loc["lawyer", ["n_images", "n_person", "n_male"]].tolist() == [15, 10, 7]
+    ci = stats.binomtest(7, 10).proportion_ci(0.90, method="wilson")
+    assert male.loc["lawyer", ["generated share", "ci_low", "ci_high"]].tolist() == pytest.approx([0.7, ci.low, ci.high])
+    # nobody excluded: "no person" images count as persons; a target nobody got has share 0
+    everyone = generated_shares(labels, target="robot", group="job", label="seen", excluded=())
+    assert everyone.loc["lawyer", ["n_person", "n_robot", "generated share"]].tolist() == [15, 0, 0.0]
+    table = compare_with_reference(generated_shares(labels_from_counts(COUNTS)), REFERENCE)
+    assert table.index.tolist() == ["carpenter", "lawyer", "nurse", "teacher"]  # pilot: no images, left out
+    assert table.loc["nurse", "gap"] == pytest.approx(0.9 - 0.9) and table.loc["lawyer", "gap"] == pytest.approx(0.3 - 0.35)
+    scores = bias_scores(table)
+    rho, p = stats.spearmanr(table["generated share"], table["reference share"])
+    assert scores == pytest.approx({"professions": 4, "VRBS": 1 - np.mean(np.abs(table["gap"])), "spearman_rho": rho,
+                                    "spearman_p": p})
+    boot = bootstrap_bias_scores(labels_from_counts(COUNTS), REFERENCE)
+    pd.testing.assert_frame_equal(boot, bootstrap_bias_scores(labels_from_counts(COUNTS), REFERENCE, n_boot=1000,
+                                                              confidence=0.95, seed=0))
+    assert boot.columns.tolist() == ["estimate", "ci_low", "ci_high", "n_boot"] and boot.loc["VRBS", "n_boot"] == 1000
+    by_male = bootstrap_bias_scores(labels, 1 - REFERENCE, target="male", group="job", label="seen", n_boot=50)
+    assert by_male.loc["VRBS", "estimate"] == pytest.approx(scores["VRBS"])  # the male side of the same gaps
+    with pytest.raises(ValueError, match=r"^only 2 profession\(s\) have both a reference share and an image"):
+        bias_scores(table.iloc[:2])
