@@ -124,10 +124,11 @@ def test_unmarked_inputs_are_checked_with_named_errors():
         is_unmarked(np.zeros(3), np.zeros((2, 2)))
     with pytest.raises(ValueError, match=r"^label_scores must be \(n, k\) with n=3, got \(3,\)$"):
         is_unmarked(np.zeros(3), np.zeros(3))
-    assert checked_flags([1, 0, 1.0], 3).tolist() == [True, False, True] and checked_flags([True], 1).dtype == bool
+    assert checked_flags([1, 0, 1.0], 3).tolist() == [True, False, True] and checked_flags([1, 0.0], 2).dtype == bool
     with pytest.raises(ValueError, match=r"^flags must hold one flag per record \(3\), got shape \(2,\)$"):
         checked_flags([1, 0], 3, name="flags")
-    with pytest.raises(ValueError, match=r"^unmarked has 2 value\(s\) that are not True/False"):
+    with pytest.raises(ValueError, match=r"^unmarked has 2 value\(s\) that are not True/False \(NaN or missing "
+                                         r"scores\?\); drop those records or recompute their flags$"):
         checked_flags([1, np.nan, 2], 3)
     with pytest.raises(ValueError, match=r"^unmarked has 1 value\(s\) that are not True/False"):
         checked_flags(["yes", 1, 0], 3)
@@ -232,3 +233,7 @@ def test_prompt_sensitivity_uses_the_given_phrasings_and_a_fresh_index():
     race = person > cosines(*race_prompts).max(axis=1)
     black = table[(table.family == "race") & (table.group == "Black")]
     assert black["unmarked_%"].item() == pytest.approx(100 * race[(records.race == "Black").to_numpy()].mean())
+    # a race phrase that makes its label the person prompt itself: never beaten, every race rate is 0
+    tie = prompt_sensitivity(records, images, fake_text_embed, ["a photo of"], ["70 or more years old"],
+                             race_phrases={"Black": "a"})
+    assert (tie[tie.family == "race"]["unmarked_%"] == 0).all() and (table[table.family == "race"]["unmarked_%"] > 0).any()
