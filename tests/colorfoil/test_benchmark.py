@@ -316,6 +316,10 @@ def test_foil_comparisons_row_by_row_with_missing_foils_and_defaults():
     expected = pd.DataFrame({"row": [1, 2, 2, 2, 2], "original": ["red"] + ["pink"] * 4,
                              "foil": ["green", "a", "b", "c", "d"], "error": [True, False, True, False, True]})
     pd.testing.assert_frame_equal(cf.foil_comparisons(bench, scores), expected)
+    # a missing second foil is skipped (not read as a comparison with the caption); no rows keep the columns
+    second_missing = _benchmark([["red"]], [["red->blue", "red->pink"]])
+    assert cf.foil_comparisons(second_missing, np.array([[1.0, 0.5, np.nan]]))["foil"].tolist() == ["blue"]
+    assert cf.foil_comparisons(bench.iloc[:1], scores[:1]).columns.tolist() == ["row", "original", "foil", "error"]
     rates, counts = cf.colour_confusion(bench, scores)
     pd.testing.assert_frame_equal(counts, pd.DataFrame([[1, 1, 1, 1, 0], [0, 0, 0, 0, 1]], dtype="int64",
                                                        index=pd.Index(["pink", "red"], name="original"),
@@ -351,7 +355,11 @@ def test_k_range_auroc_of_one_row_ties_and_empty_rows():
     assert np.isnan(cf.detection_auroc(np.array([[0.5, np.nan]]), 1))
     row = cf.evaluation_row(np.array([[0.5, 0.5, 0.1], [0.7, 0.2, 0.1], [0.4, 0.4, 0.6]]), 1)
     assert row["ties"] == 2 and row["accuracy_%"] == pytest.approx(100 / 3)
-    empty = cf.evaluation_row(np.array([[0.5, np.nan]]), 1)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no mean of an empty array behind the NaNs
+        empty = cf.evaluation_row(np.array([[0.5, np.nan]]), 1)
     assert empty["n"] == 0 and np.isnan(empty["f1"]) and np.isnan(empty["mean_margin"])
 
 
@@ -369,7 +377,10 @@ def test_score_benchmark_caches_by_candidates_and_images_under_its_kind(coco, tm
     def fresh(table):
         return cf.score_benchmark(model, coco, table, cache=False, progress=False)
 
+    uncached = fresh(bench)
+    assert not (tmp_path / "cache").exists()  # cache=False writes nothing
     scores = cf.score_benchmark(model, coco, bench, progress=False)
+    np.testing.assert_array_equal(scores, uncached)
     assert [p.name for p in (tmp_path / "cache").iterdir()] == ["colorfoil"]  # under its own kind only
     n_calls = len(calls)
     np.testing.assert_array_equal(cf.score_benchmark(model, coco, bench, progress=False), scores)
@@ -377,7 +388,9 @@ def test_score_benchmark_caches_by_candidates_and_images_under_its_kind(coco, tm
     # other candidates (the foils reversed) or other images (two rows' images swapped): not the cached scores
     reversed_foils = bench.assign(foils=[list(reversed(f)) for f in bench["foils"]],
                                   replacements=[list(reversed(r)) for r in bench["replacements"]])
-    swapped = bench.assign(image_index=bench["image_index"].to_numpy()[[1, 0, *range(2, len(bench))]])
+    images = bench["image_index"].to_numpy()
+    other = int(np.flatnonzero(images != images[0])[0])  # a row of another image
+    swapped = bench.assign(image_index=images[[other, *range(1, other), 0, *range(other + 1, len(bench))]])
     for table in (reversed_foils, swapped):
         np.testing.assert_allclose(cf.score_benchmark(model, coco, table, progress=False), fresh(table), atol=1e-6)
     assert cf.score_benchmark(model, coco, bench.iloc[:0], progress=False).shape == (0, 5)
