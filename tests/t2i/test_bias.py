@@ -188,3 +188,45 @@ def test_shares_and_bootstrap_follow_their_target_columns_and_defaults():
     assert by_male.loc["VRBS", "estimate"] == pytest.approx(scores["VRBS"])  # the male side of the same gaps
     with pytest.raises(ValueError, match=r"^only 2 profession\(s\) have both a reference share and an image"):
         bias_scores(table.iloc[:2])
+
+
+def test_scorable_limits_joins_gap_patterns_and_spearman_size():
+    from vlbias.t2i.bias import label_counts
+
+    table = compare_with_reference(generated_shares(labels_from_counts(COUNTS)), REFERENCE)
+    assert bias_scores(table.iloc[:3])["professions"] == 3  # three are enough
+    with pytest.raises(ValueError, match=r"^only 2 profession\(s\) have both a reference share and an image with a "
+                                         r"person; VRBS and Spearman's rho need 3 or more\. Check the annotator's "
+                                         r"prompts \(does 'no person' win everywhere\?\) and that the profession "
+                                         r"names match the reference table\.$"):
+        bias_scores(table.iloc[:2])
+    with pytest.raises(ValueError, match=r"needs at least 3"):
+        spearman([0.1, 0.2], [0.3, 0.4])
+    # a profession without a reference share is left out; one with a single person image stays
+    labels = labels_from_counts({**COUNTS, "astronaut": (1, 0, 0), "pilot": (1, 0, 3)})
+    joined = compare_with_reference(generated_shares(labels), REFERENCE)
+    assert "astronaut" not in joined.index and joined.loc["pilot", "n_person"] == 1
+    assert label_counts(labels).loc["pilot"].tolist() == [1, 0, 3]  # profession and perceived by default
+    gaps = pd.DataFrame({"generated share": [0.3, 0.7, 0.6], "reference share": [0.5, 0.5, 0.6]}, index=list("abc"))
+    patterns = classify_gaps(gaps)
+    # a reference at parity has no majority to reverse; equal shares are matched at tolerance 0
+    assert patterns.tolist() == ["amplified", "amplified", "matched"] and patterns.name == "pattern"
+
+
+def test_bootstrap_leaves_out_professions_without_a_person_quietly_and_passes_exclusions_on():
+    import warnings
+
+    # "rare": one person among ten images, so about a third of the replicates draw nobody there
+    labels = labels_from_counts({"nurse": (8, 2, 0), "carpenter": (1, 9, 0), "rare": (1, 0, 9)})
+    reference = pd.Series({"nurse": 0.9, "carpenter": 0.05, "rare": 0.4})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        boot = bootstrap_bias_scores(labels, reference, n_boot=200, seed=1)
+        nobody = generated_shares(labels_from_counts({"ghost": (0, 0, 3), "nurse": (1, 0, 0)}))
+    assert np.isnan(nobody.loc["ghost", "generated share"]) and nobody.loc["nurse", "generated share"] == 1.0
+    # rho needs all three professions: replicates without "rare" have none, the others do
+    assert 0 < boot.loc["spearman_rho", "n_boot"] < 200 and boot.loc["VRBS", "n_boot"] == 200
+    everyone = bootstrap_bias_scores(labels, reference, excluded=(), n_boot=20)
+    shares = compare_with_reference(generated_shares(labels, excluded=()), reference)
+    assert everyone.loc["VRBS", "estimate"] == pytest.approx(bias_scores(shares)["VRBS"])
+    assert everyone.loc["VRBS", "estimate"] != boot.loc["VRBS", "estimate"]
