@@ -392,7 +392,9 @@ def test_score_benchmark_caches_by_candidates_and_images_under_its_kind(coco, tm
     other = int(np.flatnonzero(images != images[0])[0])  # a row of another image
     swapped = bench.assign(image_index=images[[other, *range(1, other), 0, *range(other + 1, len(bench))]])
     for table in (reversed_foils, swapped):
+        n_calls = len(calls)
         np.testing.assert_allclose(cf.score_benchmark(model, coco, table, progress=False), fresh(table), atol=1e-6)
+        assert len(calls) == n_calls + 2  # scored (not read from the cache), then scored fresh
     assert cf.score_benchmark(model, coco, bench.iloc[:0], progress=False).shape == (0, 5)
     # one row alone (float32 sums in another batch order)
     np.testing.assert_allclose(cf.score_benchmark(model, coco, bench.iloc[:1], progress=False), scores[:1], atol=1e-6)
