@@ -1,7 +1,6 @@
 """The ColorFoil tables: one evaluation row per (model, data set, k), and our counts beside the paper's."""
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import stats
 

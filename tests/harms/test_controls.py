@@ -1,7 +1,6 @@
 """Part III controls on planted cases: Holm by hand, the WEAT bootstrap against a word-by-word loop
 and scipy, leave-one-word-out against recomputed effect sizes, template sensitivity on planted slopes."""
 
-import itertools
 
 import numpy as np
 import pandas as pd
