@@ -223,6 +223,10 @@ def test_bootstrap_leaves_out_professions_without_a_person_quietly_and_passes_ex
         warnings.simplefilter("error")
         boot = bootstrap_bias_scores(labels, reference, n_boot=200, seed=1)
         nobody = generated_shares(labels_from_counts({"ghost": (0, 0, 3), "nurse": (1, 0, 0)}))
+        # tiny professions: some replicates give every profession the same share (no rank correlation)
+        tiny = bootstrap_bias_scores(labels_from_counts({"nurse": (1, 1, 0), "carpenter": (1, 1, 0), "rare": (2, 1, 0)}),
+                                     reference, n_boot=300, seed=2)
+    assert tiny.loc["spearman_rho", "n_boot"] < 300
     assert np.isnan(nobody.loc["ghost", "generated share"]) and nobody.loc["nurse", "generated share"] == 1.0
     # rho needs all three professions: replicates without "rare" have none, the others do
     assert 0 < boot.loc["spearman_rho", "n_boot"] < 200 and boot.loc["VRBS", "n_boot"] == 200
