@@ -261,3 +261,50 @@ def test_normal_and_monte_carlo_intervals_agree():
     auto = self_similarity_table(records, x, "gender", repetitions=100, monte_carlo_budget=100 * 119 * 8)
     assert auto.interval.tolist()[1] == "normal (exact moments)"
 
+
+
+def test_extremes_default_ten_each_end_ranked_with_a_fresh_index():
+    values = np.random.default_rng(0).permutation(25).astype(float)
+    table = pd.DataFrame({"group": [f"g{int(v)}" for v in values], "mean": values}, index=range(100, 125))
+    result = extremes(table)
+    assert result.index.tolist() == list(range(20)) and result["end"].tolist() == ["most"] * 10 + ["least"] * 10
+    assert result["rank"].tolist() == list(range(1, 11)) + list(range(25, 15, -1))
+    assert result["mean"].tolist() == [24.0 - i for i in range(10)] + [float(i) for i in range(10)]
+
+
+def test_self_similarity_errors_name_what_is_wrong():
+    from vlbias.markedness import self_similarity_table
+    from vlbias.markedness.self_similarity import released_code_moments
+
+    records = pd.DataFrame({"race": ["White", "White", "Black"]})
+    embeddings = np.random.default_rng(0).normal(size=(3, 4))
+    for options, message in (({"estimator": "x"}, r"^estimator must be 'balanced' or 'released-code', got 'x'$"),
+                             ({"interval": "x"}, r"^interval must be 'auto', 'monte-carlo' or 'normal', got 'x'$"),
+                             ({"sample_size": 1}, r"^sample_size must be at least 2 images, got 1$")):
+        with pytest.raises(ValueError, match=message):
+            self_similarity_table(records, embeddings, "race", **options)
+    with pytest.raises(ValueError, match=r"^3 records but 2 embeddings$"):
+        self_similarity_table(records, embeddings[:2], "race")
+    with pytest.raises(ValueError, match=r"^no group of \['race'\] has 2 or more images$"):
+        self_similarity_table(records.iloc[1:], embeddings[1:], "race")
+    with pytest.raises(ValueError, match=r"^the released-code estimator needs at least 2 draws, got 1$"):
+        released_code_moments(unit_rows(embeddings), 1)
+    with pytest.raises(ValueError, match=r"^subset size must be in 2\.\.3, got 4$"):
+        balanced_moments(unit_rows(embeddings), 4)
+    # two images are a group; sample size 2 is allowed
+    table = self_similarity_table(records, embeddings, "race", sample_size=2, repetitions=50)
+    assert table["race"].tolist() == ["White"] and table["n"].tolist() == [2]
+
+
+def test_self_similarity_by_group_keeps_pairs_and_takes_one_or_several_keys():
+    from vlbias.markedness import self_similarity_by_group
+
+    records = pd.DataFrame({"race": ["White", "White", "Black", "Indian", "Indian", "Indian"],
+                            "gender": ["Male", "Male", "Male", "Female", "Female", "Male"]})
+    embeddings = np.random.default_rng(1).normal(size=(6, 4))
+    by_race = self_similarity_by_group(records, embeddings, "race")
+    assert by_race["race"].tolist() == ["Indian", "White"] and by_race["n"].tolist() == [3, 2]  # Black: one image
+    assert by_race["self_similarity"].tolist() == pytest.approx([self_similarity(embeddings[3:]),
+                                                                 self_similarity(embeddings[:2])])
+    both = self_similarity_by_group(records, embeddings, ["race", "gender"])
+    assert both[["race", "gender", "n"]].values.tolist() == [["Indian", "Female", 2], ["White", "Male", 2]]
