@@ -308,3 +308,39 @@ def test_self_similarity_by_group_keeps_pairs_and_takes_one_or_several_keys():
                                                                  self_similarity(embeddings[:2])])
     both = self_similarity_by_group(records, embeddings, ["race", "gender"])
     assert both[["race", "gender", "n"]].values.tolist() == [["Indian", "Female", 2], ["White", "Male", 2]]
+
+
+def test_cells_must_be_keyed_finer_and_match_the_records():
+    from vlbias.markedness import self_similarity_table
+    from vlbias.markedness.self_similarity import cell_moments
+
+    records = pd.DataFrame({"race": ["White", "White", "Black", "Black", "Indian"],
+                            "gender": ["Male", "Female", "Male", "Male", "Female"]})
+    embeddings = np.random.default_rng(2).normal(size=(5, 4))
+    cells = cell_moments(records, embeddings, by=("race", "gender"))
+    exact = self_similarity_table(records, embeddings, "race", interval="normal")
+    assembled = self_similarity_table(records, embeddings, "race", interval="normal", cells=cells)
+    pd.testing.assert_frame_equal(exact, assembled)
+    same_keys = self_similarity_table(records, embeddings, ["race", "gender"], interval="normal",
+                                      cells=cell_moments(records, embeddings, by=("race", "gender")))
+    assert same_keys[["race", "gender"]].values.tolist() == [["Black", "Male"]]  # cells keyed exactly as the groups
+    with pytest.raises(ValueError, match=r"^cells keyed by \['race'\] cannot be summed into groups of \['gender'\]$"):
+        self_similarity_table(records, embeddings, "gender", cells=cell_moments(records, embeddings, by=("race",)))
+    other = cell_moments(records.iloc[:4], embeddings[:4], by=("race", "gender"))
+    with pytest.raises(ValueError, match=r"^the cells do not match these records \(cell \('Indian', 'Female'\)\): "
+                                         r"pass cells computed from the same records, or cells=None$"):
+        self_similarity_table(records, embeddings, "gender", cells=other)
+
+
+def test_self_similarity_table_defaults():
+    from vlbias.markedness import self_similarity_table
+
+    records = pd.DataFrame({"race": ["White"] * 4 + ["Black"] * 3})
+    embeddings = np.random.default_rng(3).normal(size=(7, 4))
+    pd.testing.assert_frame_equal(self_similarity_table(records, embeddings, "race"),
+                                  self_similarity_table(records, embeddings, "race", repetitions=10_000, seed=0))
+    released = self_similarity_table(records, embeddings, "race", estimator="released-code")
+    pd.testing.assert_frame_equal(released, self_similarity_table(records, embeddings, "race",
+                                                                  estimator="released-code", draws=22))
+    assert released["draws"].tolist() == [22, 22]
+    assert not released.equals(self_similarity_table(records, embeddings, "race", estimator="released-code", seed=1))
