@@ -344,3 +344,45 @@ def test_self_similarity_table_defaults():
                                                                   estimator="released-code", draws=22))
     assert released["draws"].tolist() == [22, 22]
     assert not released.equals(self_similarity_table(records, embeddings, "race", estimator="released-code", seed=1))
+
+
+def test_moments_are_checked_and_sums_handle_every_subset_width():
+    from vlbias.markedness.self_similarity import (GroupMoments, _row_sums, group_moments, released_code_moments,
+                                                   subset_self_similarity)
+
+    one = group_moments([[3.0, 4.0]])  # one image: moments exist, the released-code draws repeat it
+    assert released_code_moments(one, 3) == pytest.approx((1.0, 0.0), abs=1e-6)
+    bad = [(GroupMoments(0, np.zeros(2), np.zeros((2, 2))), "the moments of an empty group have no self-similarity"),
+           (GroupMoments(1, np.array([np.nan, 0.0]), np.eye(2)), "the moments hold NaN or inf; recompute them from "
+                                                                 "finite embeddings"),
+           (GroupMoments(1, np.ones(2), np.array([[np.nan, 0.0], [0.0, 1.0]])), "the moments hold NaN or inf"),
+           (GroupMoments(2, np.ones(2), 2 * np.eye(2) + 0.01), "these moments are not of unit rows; build them with "
+                                                               r"group_moments\(vectors\)")]
+    for moments, message in bad:
+        with pytest.raises(ValueError, match=rf"^unit_or_moments: {message}"):
+            released_code_moments(moments, 2)
+    with pytest.raises(ValueError, match=r"^vectors has 1 row\(s\) of zeros"):
+        group_moments([[1.0, 0.0], [0.0, 0.0]])
+    unit = unit_rows(np.random.default_rng(4).normal(size=(80, 3))).astype(np.float32)
+    assert _row_sums(unit, np.zeros((2, 0), dtype=int)).tolist() == [[0.0] * 3] * 2
+    assert _row_sums(unit, np.zeros((2, 0), dtype=int)).dtype == np.float32
+    np.testing.assert_allclose(_row_sums(unit, np.array([[5], [7]])), unit[[5, 7]])
+    wide = np.arange(70)[None, :]  # more than 64 per row: the indicator product, in the rows' dtype
+    assert _row_sums(unit, wide).dtype == np.float32
+    np.testing.assert_allclose(_row_sums(unit, wide)[0], unit[:70].sum(axis=0), rtol=1e-5)
+    with pytest.raises(ValueError, match=r"^a subset needs at least 2 images for a pairwise mean, got 1$"):
+        subset_self_similarity(unit, np.array([[3]]))
+    # a complement as long as the subset: summed directly (not through the total)
+    chosen, left = np.array([[0, 1]]), np.array([[2, 3]])
+    assert subset_self_similarity(unit[:4], chosen, left) == pytest.approx(float(unit[0] @ unit[1]), rel=1e-5)
+
+
+def test_draw_subsets_sizes_and_the_whole_group():
+    rng = np.random.default_rng(0)
+    chosen, left = draw_subsets(rng, 4, 1, 3)  # one of four is a subset
+    assert chosen.shape == (3, 1) and left.shape == (3, 3)
+    whole, none = draw_subsets(rng, 4, 4, 3)
+    assert whole.tolist() == [[0, 1, 2, 3]] * 3 and none.shape == (3, 0) and none.dtype == np.int64
+    for m in (0, 5):
+        with pytest.raises(ValueError, match=rf"^subset size must be in 1\.\.4, got {m}$"):
+            draw_subsets(rng, 4, m, 3)
