@@ -235,13 +235,19 @@ def test_false_positive_rates_name_scores_default_bootstrap_and_exact_statements
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # x/0 and 0/0 ratios of resamples are expected, silently
         table = harms.false_positive_rates(standard, aave, [0.05, 0.5, 0.92], confidence=0.5).set_index("threshold")
-    picks = np.random.default_rng(0).integers(0, 6, size=(10_000, 6))  # the defaults: 10,000 resamples, seed 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = (aave >= 0.5)[picks].sum(1) / (standard >= 0.5)[picks].sum(1)
-    low, high = np.quantile(ratios[~np.isnan(ratios)], [0.25, 0.75], method="inverted_cdf")
-    assert (table.loc[0.5, "ratio_low"], table.loc[0.5, "ratio_high"]) == (low, high)
-    suffix = " (upper bound unbounded: some resamples flag no standard sentence)" if np.isinf(high) else ""
-    assert table.loc[0.5, "statement"] == "AAVE flagged 2.50x as often (5 vs 2 of 6)" + suffix
+        # four pairs, one flagged on both sides: a third of the resamples flag nothing (0/0)
+        harms.false_positive_rates([0.9, 0.1, 0.1, 0.1], [0.9, 0.1, 0.1, 0.1], [0.5], n_bootstrap=100)
+    assert table.loc[0.5, "statement"] == "AAVE flagged 2.50x as often (5 vs 2 of 6)"  # 50%: a finite upper end
+    wide = harms.false_positive_rates(standard, aave, [0.5]).iloc[0]  # 95%: some resamples flag no standard one
+    assert wide["ratio_high"] == np.inf and wide["statement"] == (
+        "AAVE flagged 2.50x as often (5 vs 2 of 6) (upper bound unbounded: some resamples flag no standard sentence)")
+    # the defaults, 10,000 resamples of pairs under seed 0, redone by hand on 40 pairs (a near-continuous ratio)
+    rng = np.random.default_rng(9)
+    many_standard, many_aave = rng.random(40), rng.random(40) + 0.2
+    picks = np.random.default_rng(0).integers(0, 40, size=(10_000, 40))
+    ratios = (many_aave >= 0.5)[picks].sum(1) / (many_standard >= 0.5)[picks].sum(1)
+    many = harms.false_positive_rates(many_standard, many_aave, [0.5], confidence=0.5).iloc[0]
+    assert (many["ratio_low"], many["ratio_high"]) == tuple(np.quantile(ratios, [0.25, 0.75], method="inverted_cdf"))
     assert table.loc[0.05, "statement"] == "AAVE flagged 1.00x as often (6 vs 6 of 6)"  # every sentence: finite
     ci = stats.binomtest(1, 6).proportion_ci(0.5, method="wilson")
     assert table.loc[0.92, "statement"] == (f"no ratio: 0 of 6 standard sentences flagged, 1 of 6 AAVE "
