@@ -386,3 +386,18 @@ def test_draw_subsets_sizes_and_the_whole_group():
     for m in (0, 5):
         with pytest.raises(ValueError, match=rf"^subset size must be in 1\.\.4, got {m}$"):
             draw_subsets(rng, 4, m, 3)
+
+
+def test_self_similarity_by_selects_records_names_groups_and_passes_options():
+    from vlbias.markedness import self_similarity_by, self_similarity_table
+
+    records = pd.DataFrame({"race": ["White", "White", "Black", "Black", "Black", "White"],
+                            "gender": ["Male", "Male", "Female", "Female", "Male", "Female"]})
+    embeddings = np.random.default_rng(5).normal(size=(6, 4))
+    where = np.array([True, True, True, True, False, False])
+    table = self_similarity_by(records, embeddings, ["race", "gender"], where=where, interval="normal")
+    assert table["group"].tolist() == ["White, Male", "Black, Female"]
+    direct = self_similarity_table(records[where], embeddings[where], ["race", "gender"], interval="normal")
+    pd.testing.assert_frame_equal(table.drop(columns="group"), direct)
+    released = self_similarity_by(records, embeddings, "race", estimator="released-code", repetitions=20)
+    assert released["group"].tolist() == ["White", "Black"] and (released["draws"] == 22).all()
