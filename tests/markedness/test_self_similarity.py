@@ -268,6 +268,7 @@ def test_extremes_default_ten_each_end_ranked_with_a_fresh_index():
     table = pd.DataFrame({"group": [f"g{int(v)}" for v in values], "mean": values}, index=range(100, 125))
     result = extremes(table)
     assert result.index.tolist() == list(range(20)) and result["end"].tolist() == ["most"] * 10 + ["least"] * 10
+    assert result.columns.tolist() == ["rank", "group", "mean", "end"]
     assert result["rank"].tolist() == list(range(1, 11)) + list(range(25, 15, -1))
     assert result["mean"].tolist() == [24.0 - i for i in range(10)] + [float(i) for i in range(10)]
 
@@ -343,6 +344,13 @@ def test_self_similarity_table_defaults():
     pd.testing.assert_frame_equal(released, self_similarity_table(records, embeddings, "race",
                                                                   estimator="released-code", draws=22))
     assert released["draws"].tolist() == [22, 22]
+    from vlbias.markedness.self_similarity import released_code_moments
+
+    five = self_similarity_table(records, embeddings, "race", estimator="released-code", draws=5, interval="normal")
+    white = unit_rows(embeddings[:4])
+    assert five.set_index("race").loc["White", ["exact_mean", "exact_sd"]].tolist() == pytest.approx(
+        released_code_moments(white, 5))
+    assert released_code_moments(white) == released_code_moments(white, 22)
     assert not released.equals(self_similarity_table(records, embeddings, "race", estimator="released-code", seed=1))
 
 
