@@ -40,11 +40,13 @@ benchmarks: $(STAMP)
 	$(OFFLINE) $(PY) benchmarks/run_all.py
 
 # Mutation testing of the measures, the foil construction, the CADS schedule and the cache (slow:
-# hours on 2 cores; not part of `make test`). MODULES=vlbias.cache narrows it; see CONTRIBUTING.
+# one pytest start per mutant; not part of `make test`). MODULES=vlbias.cache narrows it,
+# ONLY=survivors re-tests the survivors after new tests, ONLY=untested resumes; see CONTRIBUTING.
 MODULES ?=
+ONLY ?= all
 mutation: $(STAMP)
 	$(PY) -m pip install --quiet -r requirements-dev.txt -c requirements-lock.txt
-	$(OFFLINE) PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) benchmarks/mutation/run_mutation.py $(MODULES)
+	$(OFFLINE) PATH="$(abspath $(VENV))/bin:$$PATH" nice -n 10 $(PY) benchmarks/mutation/run_mutation.py --only $(ONLY) $(MODULES)
 
 clean:
 	rm -rf _build book/generated outputs/demo mutants

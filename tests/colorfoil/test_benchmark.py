@@ -302,3 +302,103 @@ def test_released_code_construction_and_its_counts(tmp_path):
     assert table.loc["images", "coco (published)"] == 5000
     with pytest.raises(ValueError, match="construction"):
         cf.build_benchmark(coco, construction="substring", progress=False)
+
+
+def test_foil_comparisons_row_by_row_with_missing_foils_and_defaults():
+    # a two-colour caption first (skipped, the others still counted); row 1 lacks its first foil
+    # (the second still counts); row 2 has five foils (the default k = 4 reads four)
+    bench = _benchmark([["red", "blue"], ["red"], ["pink"]],
+                       [["red->pink; blue->black"], ["red->blue", "red->green"],
+                        ["pink->a", "pink->b", "pink->c", "pink->d", "pink->e"]])
+    scores = np.array([[1.0, 2.0, np.nan, np.nan, np.nan, np.nan],
+                       [1.0, np.nan, 1.0, np.nan, np.nan, np.nan],
+                       [1.0, 0.0, 2.0, 0.5, 1.0, 3.0]])
+    expected = pd.DataFrame({"row": [1, 2, 2, 2, 2], "original": ["red"] + ["pink"] * 4,
+                             "foil": ["green", "a", "b", "c", "d"], "error": [True, False, True, False, True]})
+    pd.testing.assert_frame_equal(cf.foil_comparisons(bench, scores), expected)
+    # a missing second foil is skipped (not read as a comparison with the caption); no rows keep the columns
+    second_missing = _benchmark([["red"]], [["red->blue", "red->pink"]])
+    assert cf.foil_comparisons(second_missing, np.array([[1.0, 0.5, np.nan]]))["foil"].tolist() == ["blue"]
+    assert cf.foil_comparisons(bench.iloc[:1], scores[:1]).columns.tolist() == ["row", "original", "foil", "error"]
+    rates, counts = cf.colour_confusion(bench, scores)
+    pd.testing.assert_frame_equal(counts, pd.DataFrame([[1, 1, 1, 1, 0], [0, 0, 0, 0, 1]], dtype="int64",
+                                                       index=pd.Index(["pink", "red"], name="original"),
+                                                       columns=pd.Index(list("abcd") + ["green"], name="foil")),
+                                  check_like=True)
+    assert rates.loc["pink", "b"] == 1.0 and rates.loc["pink", "a"] == 0.0 and np.isnan(rates.loc["red", "a"])
+    assert rates.loc["red", "green"] == 1.0
+    everything = cf.foil_comparisons(bench, scores, k=1, single_word_only=False)
+    assert everything[["row", "original", "foil"]].values.tolist() == [
+        [0, "red", "pink"], [0, "blue", "black"], [2, "pink", "a"]]
+
+
+def test_per_colour_accuracy_defaults_order_and_confidence():
+    bench = _benchmark([["red"], ["blue"], ["red"], ["blue"], ["green"]], [["x->y", "x->z"]] * 5)
+    scores = np.array([[1.0, 0.0, 2.0], [1.0, 0.0, 2.0], [0.0, 1.0, 2.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    table = cf.per_colour_accuracy(bench, scores)
+    # k = 1 by default; most frequent first, ties alphabetical; a fresh 0..n-1 index
+    assert table["colour"].tolist() == ["blue", "red", "green"] and table.index.tolist() == [0, 1, 2]
+    assert table.columns.tolist() == ["colour", "n", "accuracy_%", "ci_low_%", "ci_high_%"]
+    assert table["n"].tolist() == [2, 2, 1] and table["accuracy_%"].tolist() == [50.0, 50.0, 100.0]
+    ci = stats.binomtest(1, 2).proportion_ci(confidence_level=0.95, method="wilson")
+    assert table.loc[0, "ci_low_%"] == pytest.approx(100 * ci.low)
+    at_90 = cf.per_colour_accuracy(bench, scores, confidence=0.90)
+    ci = stats.binomtest(1, 2).proportion_ci(confidence_level=0.90, method="wilson")
+    assert at_90.loc[0, "ci_high_%"] == pytest.approx(100 * ci.high)
+
+
+def test_k_range_auroc_of_one_row_ties_and_empty_rows():
+    with pytest.raises(ValueError, match="^k must be between 1 and 2, got 3$"):
+        cf.correct_at(np.zeros((2, 3)), 3)
+    one = np.array([[0.5, 0.2, 0.9], [0.3, np.nan, 0.1]])
+    assert cf.detection_auroc(one, 2) == 0.5  # one usable row: the caption beats one of its two foils
+    assert np.isnan(cf.detection_auroc(np.array([[0.5, np.nan]]), 1))
+    row = cf.evaluation_row(np.array([[0.5, 0.5, 0.1], [0.7, 0.2, 0.1], [0.4, 0.4, 0.6]]), 1)
+    assert row["ties"] == 2 and row["accuracy_%"] == pytest.approx(100 / 3)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no mean of an empty array behind the NaNs
+        empty = cf.evaluation_row(np.array([[0.5, np.nan]]), 1)
+    assert empty["n"] == 0 and np.isnan(empty["f1"]) and np.isnan(empty["mean_margin"])
+
+
+def test_score_benchmark_caches_by_candidates_and_images_under_its_kind(coco, tmp_path, monkeypatch):
+    from vlbias.models import load_image_text_model
+
+    model = load_image_text_model("tiny:clip", device="cpu")
+    monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
+    calls = []
+    score_candidates = model.score_candidates
+    monkeypatch.setattr(model, "score_candidates", lambda *a, **k: calls.append(1) or score_candidates(*a, **k))
+    bench = cf.build_benchmark(coco, progress=False)
+    assert len(bench) >= 2
+
+    def fresh(table):
+        return cf.score_benchmark(model, coco, table, cache=False, progress=False)
+
+    uncached = fresh(bench)
+    assert not (tmp_path / "cache").exists()  # cache=False writes nothing
+    scores = cf.score_benchmark(model, coco, bench, progress=False)
+    np.testing.assert_array_equal(scores, uncached)
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["colorfoil"]  # under its own kind only
+    n_calls = len(calls)
+    np.testing.assert_array_equal(cf.score_benchmark(model, coco, bench, progress=False), scores)
+    assert len(calls) == n_calls  # cached by default: no new scoring
+    # other candidates (the foils reversed) or other images (two rows' images swapped): not the cached scores
+    reversed_foils = bench.assign(foils=[list(reversed(f)) for f in bench["foils"]],
+                                  replacements=[list(reversed(r)) for r in bench["replacements"]])
+    images = bench["image_index"].to_numpy()
+    other = int(np.flatnonzero(images != images[0])[0])  # a row of another image
+    swapped = bench.assign(image_index=images[[other, *range(1, other), 0, *range(other + 1, len(bench))]])
+    for table in (reversed_foils, swapped):
+        n_calls = len(calls)
+        np.testing.assert_allclose(cf.score_benchmark(model, coco, table, progress=False), fresh(table), atol=1e-6)
+        assert len(calls) == n_calls + 2  # scored (not read from the cache), then scored fresh
+    assert cf.score_benchmark(model, coco, bench.iloc[:0], progress=False).shape == (0, 5)
+    # one row alone (float32 sums in another batch order)
+    np.testing.assert_allclose(cf.score_benchmark(model, coco, bench.iloc[:1], progress=False), scores[:1], atol=1e-6)
+
+
+def test_f1_of_the_all_positive_reading_from_zeros_and_ones():
+    assert cf.f1_all_positive([1, 0, 1]) == pytest.approx(2 * 2 / (2 * 2 + 1))  # integers, not only booleans

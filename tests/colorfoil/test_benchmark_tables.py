@@ -1,7 +1,6 @@
 """The ColorFoil tables: one evaluation row per (model, data set, k), and our counts beside the paper's."""
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import stats
 
@@ -41,3 +40,12 @@ def test_counts_beside_published_pairs_each_count_with_the_papers():
     # the paper has no count of these: empty, not NaN or 0
     assert table.loc["pairs with 4 distinct foils", "coco (published)"] == ""
     assert table.loc["captions considered", "flickr30k (published)"] == ""
+
+
+def test_evaluation_table_defaults_and_foil_counts_the_scores_cannot_hold():
+    scores = np.array([[0.9, 0.1, 0.95], [0.6, 0.5, 0.7], [0.8, 0.2, 0.9]])
+    assert cf.evaluation_table({("a", "coco"): scores}, foil_counts=(2, 3)).foils.tolist() == [2]  # 2 foils: no k=3
+    default = cf.evaluation_table({("a", "coco"): scores})
+    assert default.foils.tolist() == [1, 2]
+    ci = stats.binomtest(3, 3).proportion_ci(confidence_level=0.95, method="wilson")  # k = 1: 3 of 3
+    assert (default.loc[0, "ci_low_%"], default.loc[0, "ci_high_%"]) == pytest.approx((100 * ci.low, 100 * ci.high))

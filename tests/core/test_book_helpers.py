@@ -1,3 +1,7 @@
+import csv
+from pathlib import Path
+
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -24,9 +28,27 @@ def test_beside_published_joins_and_keeps_both_stated_values():
     assert shown["published (paper)"].tolist() == ["47.9 / 48", ""]
 
 
-def test_published_tables_carry_their_source():
+@pytest.mark.parametrize("path", sorted((Path(book.__file__).parent / "resources" / "published").glob("*.csv")),
+                         ids=lambda path: path.stem)
+def test_published_tables_read_every_row_with_numbers_and_carry_their_source(path):
+    # parsed here with the csv module: the comment lines are the source, the first other line the header
+    lines = path.read_text(encoding="utf-8").splitlines()
+    comments = [line[1:].strip() for line in lines if line.startswith("#")]
+    header, *rows = csv.reader(line for line in lines if not line.startswith("#"))
+    table = book.published(path.stem)
+    assert list(table.columns) == header and len(table) == len(rows) > 0
+    assert table.attrs["source"] == " ".join(comments) and comments
+    for column in ("value", "published", "count"):
+        if column in header:  # numbers, not strings, row for row
+            expected = [float(row[header.index(column)]) if row[header.index(column)] else np.nan for row in rows]
+            np.testing.assert_array_equal(table[column].to_numpy(dtype=float), expected)
+
+
+def test_published_markedness_numbers_are_the_papers():
     table = book.published("markedness_wolfe2022")
-    assert "Wolfe" in table.attrs["source"] and {"measure", "value"} <= set(table.columns)
+    assert table.attrs["source"].startswith("Published numbers from Wolfe & Caliskan (2022)")
+    rate = table[(table.measure == "unmarked_rate") & (table.family == "race") & (table.group == "White")]
+    assert rate["value"].tolist() == [47.9]  # the paper's introduction: 47.9% for White images
 
 
 def test_readable_puts_headers_in_words_and_joins_each_interval():

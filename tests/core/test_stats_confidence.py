@@ -57,3 +57,88 @@ def test_wilson_interval_is_exact_at_zero_and_all_successes(trials):
     assert type(low) is float and type(high) is float   # scalars in, floats out
     lows, highs = wilson_interval(np.array([0, trials]), np.array([trials, trials]))
     assert lows[0] == 0.0 and highs[1] == 1.0 and lows.shape == highs.shape == (2,)
+
+
+def test_rate_difference_interval_is_newcombes_hybrid_score_interval():
+    from vlbias.stats import rate_difference_interval
+
+    # Newcombe (1998), Statistics in Medicine 17:873, Table II example (a): 56/70 - 48/80, method 10
+    difference, low, high = rate_difference_interval(56, 70, 48, 80)
+    assert difference == pytest.approx(0.2) and (low, high) == pytest.approx((0.0524, 0.3339), abs=5e-5)
+    # at 0.90, from scipy's Wilson intervals by the method's formula
+    (l1, u1), (l2, u2) = (stats.binomtest(k, n).proportion_ci(0.90, method="wilson") for k, n in ((9, 12), (3, 15)))
+    p1, p2 = 9 / 12, 3 / 15
+    expected = (p1 - p2, p1 - p2 - np.hypot(p1 - l1, u2 - p2), p1 - p2 + np.hypot(u1 - p1, p2 - l2))
+    assert rate_difference_interval(9, 12, 3, 15, confidence=0.90) == pytest.approx(expected)
+
+
+def test_wilson_and_permutation_p_value_refuse_bad_counts_by_name():
+    from vlbias.stats import permutation_p_value
+
+    finite = "^wilson_interval: successes and trials must be finite counts$"
+    for successes, trials in ((np.nan, 10), (3, np.inf)):
+        with pytest.raises(ValueError, match=finite):
+            wilson_interval(successes, trials)
+    for successes, trials in ((-1, 10), (11, 10)):
+        with pytest.raises(ValueError, match=r"^wilson_interval: successes must lie in 0\.\.trials$"):
+            wilson_interval(successes, trials)
+    assert permutation_p_value(0, 1) == 0.5 and permutation_p_value(1, 1) == 1.0  # one permutation is a test
+    with pytest.raises(ValueError, match=r"^permutations must be at least 1, got 0\.$"):
+        permutation_p_value(0, 0)
+    with pytest.raises(ValueError, match=r"^hits must lie between 0 and permutations=5, got 6\.$"):
+        permutation_p_value(6, 5)
+
+
+def test_unit_rows_default_name_and_dimension_check():
+    from vlbias.stats import unit_rows
+
+    with pytest.raises(ValueError, match=r"^vectors has 1 row\(s\) of zeros \(first: row 1\), which have no "
+                                         r"direction; drop them \(often an unknown word or a blank image\)$"):
+        unit_rows([[1.0, 0.0], [0.0, 0.0]])
+    with pytest.raises(ValueError, match="^vectors has vectors of dimension 3, the others 4"):
+        unit_rows(np.ones((2, 3)), dim=4)
+    np.testing.assert_allclose(unit_rows([[3.0, 4.0]], dim=2), [[0.6, 0.8]])
+
+
+def test_finite_rows_and_vectors_shapes_and_errors_by_name():
+    from vlbias.stats import finite_rows, finite_vector, self_similarity
+
+    assert finite_rows([1, 2], "v").tolist() == [[1.0, 2.0]]  # one vector is one row
+    assert finite_rows([], "v", min_rows=0, dim=3).shape == (0, 3)
+    assert finite_rows([], "v", min_rows=0).shape == (0, 0)
+    assert finite_rows(np.ones((2, 3), np.float32), "v").dtype == np.float64
+    assert finite_rows(np.ones((2, 3)), "v", dtype=np.float32).dtype == np.float32
+    with pytest.raises(ValueError, match=r"^v must be a 2-D array \(one vector per row\), got shape \(1, 2, 3\)$"):
+        finite_rows(np.ones((1, 2, 3)), "v")
+    with pytest.raises(ValueError, match=r"^v needs at least 1 row\(s\), got 0 \(an empty set\? check that its "
+                                         r"words or images were found\)$"):
+        finite_rows([], "v")
+    with pytest.raises(ValueError, match=r"^v needs at least 3 row\(s\), got 2"):
+        finite_rows(np.ones((2, 2)), "v", min_rows=3)
+    with pytest.raises(ValueError, match=r"^v has vectors of dimension 2, the others 3: embed everything with the "
+                                         r"same model$"):
+        finite_rows(np.ones((2, 2)), "v", dim=3)
+    with pytest.raises(ValueError, match=r"^v has 2 row\(s\) with NaN or inf \(first: row 1\); drop or recompute "
+                                         r"them$"):
+        finite_rows([[1.0, 2.0], [np.nan, 0.0], [0.0, np.inf]], "v")
+    assert finite_vector([1, 2, 3], "s").tolist() == [1.0, 2.0, 3.0] and finite_vector([1], "s").dtype == np.float64
+    with pytest.raises(ValueError, match=r"^s must be a 1-D vector, got shape \(2, 1\)$"):
+        finite_vector([[1], [2]], "s")
+    with pytest.raises(ValueError, match=r"^s needs at least 2 row\(s\), got 1"):
+        finite_vector([1.0], "s", min_size=2)
+    with pytest.raises(ValueError, match=r"^embeddings needs at least 2 row\(s\), got 1"):
+        self_similarity([[1.0, 0.0]])
+    # mean cosine over distinct pairs: (1, 0), (0, 1), (1, 1)/sqrt 2 -> (0 + 2 cos 45°) / 3
+    assert self_similarity([[2.0, 0.0], [0.0, 3.0], [1.0, 1.0]]) == pytest.approx(2 * np.sqrt(0.5) / 3)
+
+
+def test_wilson_of_no_trials_is_nan_quietly_and_of_one_trial_is_scipys():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 0 / 0 is silenced inside, not left to the caller
+        low, high = wilson_interval(np.array([0, 0, 1]), np.array([0, 1, 1]))
+    assert np.isnan(low[0]) and np.isnan(high[0])
+    for i, k in ((1, 0), (2, 1)):
+        ci = stats.binomtest(k, 1).proportion_ci(0.95, method="wilson")
+        assert (low[i], high[i]) == pytest.approx((ci.low, ci.high))

@@ -1,7 +1,6 @@
 """Part III controls on planted cases: Holm by hand, the WEAT bootstrap against a word-by-word loop
 and scipy, leave-one-word-out against recomputed effect sizes, template sensitivity on planted slopes."""
 
-import itertools
 
 import numpy as np
 import pandas as pd
@@ -88,13 +87,17 @@ def test_bootstrap_separates_a_planted_effect_from_none():
     assert strong.high - strong.low > targets_only.high - targets_only.low
 
 
-def test_bootstrap_counts_resamples_without_an_effect_size():
+def test_bootstrap_leaves_out_resamples_without_an_effect_size_and_takes_quantiles_of_the_rest():
     # scores X = {1, -1}, Y = {-1}: a resample drawing X's second word twice has sd 0
     result = weat_bootstrap([[1, 0.0], [0, 1.0]], [[0, 1.0]], [[1, 0.0]], [[0, 1.0]], n_bootstrap=50,
                             resample="targets", seed=1)
     picks = np.random.default_rng(1).integers(0, 2, (50, 2))
     assert result.n_undefined == int((picks == 1).all(axis=1).sum()) > 0
-    assert np.isfinite(result.low)
+    # the others, by hand: pooled scores {1, 1, -1} give d = 2 / sd = sqrt(3), {1, -1, -1} give 1 / sd = sqrt(3) / 2
+    kept = picks[~(picks == 1).all(axis=1)]
+    d = np.where((kept == 0).all(axis=1), np.sqrt(3), np.sqrt(3) / 2)
+    assert (result.low, result.high) == pytest.approx(tuple(np.quantile(d, [0.025, 0.975])))
+    assert result.effect_size == pytest.approx(np.sqrt(3) / 2)  # observed: X {1, -1}, Y {-1}
 
 
 def test_leave_one_word_out_recomputes_each_effect_size_and_finds_a_planted_outlier():

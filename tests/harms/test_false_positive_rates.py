@@ -46,3 +46,25 @@ def test_ratio_interval_widens_with_confidence_and_the_statement_names_it():
     assert wide["ratio_low"] < narrow["ratio_low"] <= narrow["ratio"] <= narrow["ratio_high"] < wide["ratio_high"]
     # nothing flagged at 2.0: the statement quotes the AAVE interval at the confidence asked for
     assert "90% CI" in rows[0.90].iloc[1]["statement"] and "99% CI" in rows[0.99].iloc[1]["statement"]
+
+
+def test_ratio_interval_is_the_pair_bootstrap_redone_by_hand_and_statements_read_right():
+    standard = np.array([0.9, 0.1, 0.2, 0.8, 0.1, 0.3])
+    aave = np.array([0.9, 0.7, 0.6, 0.9, 0.2, 0.8])
+    table = false_positive_rates(standard, aave, [0.5, 0.95], n_bootstrap=400, seed=3).set_index("threshold")
+    picks = np.random.default_rng(3).integers(0, 6, size=(400, 6))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = (aave >= 0.5)[picks].sum(1) / (standard >= 0.5)[picks].sum(1)
+    low, high = np.quantile(ratios[~np.isnan(ratios)], [0.025, 0.975], method="inverted_cdf")
+    row = table.loc[0.5]
+    assert (row["ratio"], row["ratio_low"], row["ratio_high"]) == pytest.approx((2.5, low, high))
+    assert (row["flagged_standard"], row["flagged_aave"], row["n_pairs"]) == (2, 5, 6)
+    assert row["statement"].startswith("AAVE flagged 2.50x as often (5 vs 2 of 6)")
+    none = table.loc[0.95]
+    assert np.isnan(none["ratio"]) and none["statement"] == (
+        "no ratio: 0 of 6 standard sentences flagged, 0 of 6 AAVE (AAVE FPR 0%, 95% CI 0%-39%)")
+    defaults = false_positive_rates(standard, aave, [0.5]).iloc[0]
+    assert defaults["ratio_low"] == false_positive_rates(standard, aave, [0.5], n_bootstrap=10_000, seed=0).iloc[0][
+        "ratio_low"]
+    with pytest.raises(ValueError, match=r"^standard and AAVE scores must be paired \(same length\)$"):
+        false_positive_rates(standard, aave[:5], [0.5])

@@ -111,9 +111,10 @@ def test_generate_stories_on_tiny_causal_lm_is_seeded_and_cached(isolated_cache)
 
     lm = load_language_model("tiny:causal-lm", device="cpu")
     scenarios = {"nurse": "the nurse", "pilot": "the pilot"}
+    before = set((isolated_cache / "texts").rglob("texts.json"))  # the session's other tests may cache texts too
     first = harms.generate_stories(lm, scenarios, 3, max_new_tokens=5, seed=1, progress=False)
     assert list(first.scenario) == ["nurse"] * 3 + ["pilot"] * 3
-    cached = list((isolated_cache / "texts").rglob("texts.json"))
+    cached = set((isolated_cache / "texts").rglob("texts.json")) - before
     assert len(cached) == 2
     again = harms.generate_stories(lm, scenarios, 3, max_new_tokens=5, seed=1, progress=False)
     pd.testing.assert_frame_equal(first, again)
@@ -160,3 +161,123 @@ def test_cached_scores_are_reused_and_keyed_by_texts(isolated_cache):
     again = pronoun_shares(CountingLM(table), ["pilot"], ["The {occupation} said {slot} left."], ["she", "he"],
                            cache=True, progress=False)
     assert calls == [1] and first.equals(again) and first.loc[0, "P(she)"] == pytest.approx(0.25)
+
+
+def test_measures_refuse_bad_settings_by_name():
+    table = {("The nurse said {slot} left.", p): v for p, v in (("she", 0.6), ("he", 0.2), ("they", 0.2))}
+    lm, templates = TableLM(table), ["The {occupation} said {slot} left."]
+    with pytest.raises(ValueError, match="^scoring must be 'slot' or 'sentence', got 'bogus'$"):
+        harms.stereotyping_table(lm, ["nurse"], [0.9], templates, scoring="bogus")
+    for pronouns in (("she", "they"), ("he", "they")):
+        with pytest.raises(ValueError, match="^pronouns must include 'she' and 'he'$"):
+            harms.stereotyping_table(lm, ["nurse"], [0.9], templates, pronouns=pronouns)
+    for bad in ("The nurse said {slot} left.", "The {occupation} left."):
+        with pytest.raises(ValueError, match=r"^template needs \{occupation\} and \{slot\}: "):
+            pronoun_shares(lm, ["nurse"], [bad], ["she", "he"])
+        with pytest.raises(ValueError, match=r"^template needs \{occupation\} and \{slot\}: "):
+            harms.sentence_pronoun_shares(lm, ["nurse"], [bad], ["she", "he"])
+    with pytest.raises(ValueError, match="^model_share and real_share must be of one length, got 4 and 3$"):
+        harms.amplification_slope([0.1, 0.2, 0.3, 0.4], [0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match=r"^real_share needs at least 3 row\(s\), got 2"):
+        harms.amplification_slope([0.1, 0.2], [0.1, 0.2])
+    with pytest.raises(ValueError, match=r"^rule must be 'first' or 'majority', got 'last'$"):
+        harms.protagonist_gender("she", rule="last")
+
+
+def test_amplification_summary_gap_direction_boundary_and_erasure_columns():
+    real, model = np.array([0.1, 0.5, 0.9]), np.array([0.2, 0.5, 1.0])
+    result = harms.amplification_slope(model, real)
+    fit = stats.linregress(real, model)
+    assert result["n"] == 3 and result["intercept"] == pytest.approx(fit.intercept)
+    assert result["r"] == pytest.approx(fit.rvalue) and result["mean_abs_gap"] == pytest.approx(0.2 / 3)
+    assert result["slope_high"] == pytest.approx(fit.slope + stats.t.ppf(0.975, 1) * fit.stderr)
+    assert harms.gap_direction([0.05, -0.05, 0.054, 0.056]) == ["near", "near", "near", "over"]
+    assert harms.gap_direction([0.08], near=0.1) == ["near"]
+    generated = pd.DataFrame({"b": [0.5, 0.2], "a": [0.1, 0.3], "c": [0.4, 0.5]}, index=["s1", "s2"])
+    erased = harms.erasure_index(generated, pd.Series({"a": 0.2, "b": 0.3}))
+    assert erased.columns.tolist() == ["a", "b"] and erased.loc["s1"].tolist() == pytest.approx([-0.1, 0.2])
+    with pytest.raises(ValueError, match=r"^generated shares lack the groups \['d'\]$"):
+        harms.erasure_index(generated, pd.Series({"a": 0.2, "d": 0.3}))
+    assert harms.protagonist_gender("He met her. She smiled.", rule="majority") == "female"
+    assert harms.protagonist_gender("He met her.", rule="majority") == "undetermined"
+
+
+def test_erasure_from_texts_columns_order_rule_confidence_and_undetected_scenarios():
+    stories = pd.DataFrame({"scenario": ["zoo"] * 4 + ["ant"] * 2,
+                            "text": ["She met him and his son. He left.", "He saw a girl.", "she", "it",
+                                     "nobody", "nothing"]})
+    table = harms.erasure_from_texts(stories, {"female": 0.5, "male": 0.5}, confidence=0.90)
+    assert table.columns.tolist() == ["scenario", "group", "n_stories", "n_detected", "n_undetermined", "count",
+                                      "share", "share_low", "share_high", "reference", "erasure_index", "index_low",
+                                      "index_high"]
+    assert table["scenario"].tolist() == ["zoo", "zoo", "ant", "ant"]  # order of appearance
+    zoo = table.set_index(["scenario", "group"]).loc["zoo"]
+    assert zoo.loc["female", ["n_stories", "n_detected", "count"]].tolist() == [4, 3, 2]  # first word decides
+    ci = stats.binomtest(2, 3).proportion_ci(0.90, method="wilson")
+    assert zoo.loc["female", ["share", "share_low", "share_high", "reference"]].tolist() == pytest.approx(
+        [2 / 3, ci.low, ci.high, 0.5])
+    ant = table.set_index(["scenario", "group"]).loc["ant"]
+    assert ant.loc["female", "n_detected"] == 0 and ant[["share", "share_low", "erasure_index"]].isna().all().all()
+    majority = harms.erasure_from_texts(stories, {"female": 0.5}, rule="majority").set_index("scenario")
+    # by majority the first story is male and the second a tie (undetermined)
+    assert majority.loc["zoo", "count"] == 1 and majority.loc["zoo", "n_detected"] == 2
+
+
+def test_false_positive_rates_name_scores_default_bootstrap_and_exact_statements():
+    import warnings
+
+    standard = np.array([0.9, 0.1, 0.2, 0.8, 0.1, 0.3])
+    aave = np.array([0.95, 0.7, 0.6, 0.9, 0.2, 0.8])
+    for bad in ("standard_scores", "aave_scores"):
+        scores = {"standard_scores": standard.copy(), "aave_scores": aave.copy()}
+        scores[bad][1] = np.nan
+        with pytest.raises(ValueError, match=rf"^{bad} has 1 row\(s\) with NaN"):
+            harms.false_positive_rates(scores["standard_scores"], scores["aave_scores"], [0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # x/0 and 0/0 ratios of resamples are expected, silently
+        table = harms.false_positive_rates(standard, aave, [0.05, 0.5, 0.92], confidence=0.5).set_index("threshold")
+        # four pairs, one flagged on both sides: a third of the resamples flag nothing (0/0)
+        harms.false_positive_rates([0.9, 0.1, 0.1, 0.1], [0.9, 0.1, 0.1, 0.1], [0.5], n_bootstrap=100)
+    assert table.loc[0.5, "statement"] == "AAVE flagged 2.50x as often (5 vs 2 of 6)"  # 50%: a finite upper end
+    wide = harms.false_positive_rates(standard, aave, [0.5]).iloc[0]  # 95%: some resamples flag no standard one
+    assert wide["ratio_high"] == np.inf and wide["statement"] == (
+        "AAVE flagged 2.50x as often (5 vs 2 of 6) (upper bound unbounded: some resamples flag no standard sentence)")
+    # the defaults, 10,000 resamples of pairs under seed 0, redone by hand on 40 pairs (a near-continuous ratio)
+    rng = np.random.default_rng(9)
+    many_standard, many_aave = rng.random(40), rng.random(40) + 0.2
+    picks = np.random.default_rng(0).integers(0, 40, size=(10_000, 40))
+    ratios = (many_aave >= 0.5)[picks].sum(1) / (many_standard >= 0.5)[picks].sum(1)
+    many = harms.false_positive_rates(many_standard, many_aave, [0.5], confidence=0.5).iloc[0]
+    assert (many["ratio_low"], many["ratio_high"]) == tuple(np.quantile(ratios, [0.25, 0.75], method="inverted_cdf"))
+    assert table.loc[0.05, "statement"] == "AAVE flagged 1.00x as often (6 vs 6 of 6)"  # every sentence: finite
+    ci = stats.binomtest(1, 6).proportion_ci(0.5, method="wilson")
+    assert table.loc[0.92, "statement"] == (f"no ratio: 0 of 6 standard sentences flagged, 1 of 6 AAVE "
+                                            f"(AAVE FPR 17%, 50% CI {ci.low:.0%}-{ci.high:.0%})")
+    assert table.loc[0.92, ["ratio", "ratio_low", "ratio_high"]].isna().all()
+
+
+def test_stereotyping_scoring_pronouns_and_caching_reach_the_measure(tmp_path, monkeypatch):
+    monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
+    table = {("The nurse said {slot} left.", p): v for p, v in (("she", 0.6), ("he", 0.2), ("they", 0.2))}
+    slot = harms.stereotyping_table(TableLM(table), ["nurse"], [0.9], ["The {occupation} said {slot} left."],
+                                    pronouns=("she", "he"), progress=False)
+    assert slot.columns.tolist()[:3] == ["occupation", "P(she)", "P(he)"] and "P(they)" not in slot.columns
+    assert not (tmp_path / "cache").exists()  # no cache unless asked
+    harms.stereotyping_table(TableLM(table), ["nurse"], [0.9], ["The {occupation} said {slot} left."],
+                             progress=False, cache=True)
+    assert (tmp_path / "cache" / "lm_scores").is_dir()
+    shares = pronoun_shares(TableLM(table), ["nurse"], ["The {occupation} said {slot} left."], ["she", "he"],
+                            progress=False)
+    assert shares.columns.tolist() == ["occupation", "P(she)", "P(he)"]
+    assert len(list((tmp_path / "cache" / "lm_scores").iterdir())) == 1  # the cached call's entry only
+
+
+def test_stereotyping_by_whole_sentences_and_model_share_errors_by_name():
+    lm = SentenceLM({"The nurse left because she was ill.": 0.03, "The nurse left because he was ill.": 0.01})
+    table = harms.stereotyping_table(lm, ["nurse"], [0.9], ["The {occupation} left because {slot} was ill."],
+                                     pronouns=("she", "he"), scoring="sentence", progress=False)
+    assert table.loc[0, "model female share"] == pytest.approx(0.75) and table.loc[0, "gap"] == pytest.approx(-0.15)
+    with pytest.raises(ValueError, match=r"^model_share needs at least 3 row\(s\), got 2"):
+        harms.amplification_slope([0.1, 0.2], [0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match=r"^model_share has 1 row\(s\) with NaN"):
+        harms.amplification_slope([0.1, np.nan, 0.3], [0.1, 0.2, 0.3])

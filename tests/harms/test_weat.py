@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vlbias.harms.weat import (association_scores, run_weat_battery, weat_effect_size, weat_p_value, weat_test,
-                         weat_test_from_scores)
+from vlbias.harms.weat import (association_scores, effect_size_from_scores, run_weat_battery, weat_effect_size,
+                               weat_p_value, weat_test, weat_test_from_scores)
 from vlbias.harms.word_vectors import WordVectors, load_word2vec_binary, load_text_vectors
 
 
@@ -186,3 +186,64 @@ def test_published_vector_files_are_read_from_the_data_folder(tmp_path, monkeypa
     full = yaml.safe_load((Path(__file__).parents[2] / "params" / "full.yml").read_text())
     specs = full["notebooks"]["03b_weat"]["word_vector_specs"]
     assert specs[:2] == list(WORD_VECTOR_FILES) and "glove-6b-50d" in specs[2:]
+
+
+@pytest.mark.parametrize("measure", [weat_effect_size, weat_test, weat_p_value])
+@pytest.mark.parametrize("bad", ["X", "Y", "A", "B"])
+def test_bad_rows_and_dimensions_are_named_by_their_set(measure, bad):
+    sets = {name: np.random.default_rng(i).normal(size=(3, 4)) for i, name in enumerate("XYAB")}
+    zero = dict(sets, **{bad: np.vstack([sets[bad][:2], np.zeros(4)])})
+    with pytest.raises(ValueError, match=rf"^{bad} has 1 row\(s\) of zeros \(first: row 2\)"):
+        measure(*zero.values())
+    if bad in "AB":  # the attributes must have the targets' dimension
+        wide = dict(sets, **{bad: np.ones((2, 5))})
+        with pytest.raises(ValueError, match=rf"^{bad} has vectors of dimension 5, the others 4"):
+            measure(*wide.values())
+
+
+def test_monte_carlo_seed_defaults_to_zero_and_is_passed_on():
+    rng = np.random.default_rng(4)
+    X, Y, A, B = (rng.normal(size=(8, 5)) for _ in range(4))  # 12,870 partitions: Monte Carlo below that
+    options = dict(n_permutations=500, max_exact=100)
+    scores = association_scores(X, A, B), association_scores(Y, A, B)
+    by_seed = {seed: weat_test_from_scores(*scores, seed=seed, **options).p_value for seed in (0, 5)}
+    assert by_seed[0] != by_seed[5]  # 500 draws: the seed shows in the p-value
+    assert weat_test_from_scores(*scores, **options).p_value == by_seed[0]
+    assert weat_test(X, Y, A, B, **options).p_value == weat_p_value(X, Y, A, B, **options) == by_seed[0]
+    assert weat_test(X, Y, A, B, seed=5, **options).p_value == weat_p_value(X, Y, A, B, seed=5, **options) == by_seed[5]
+
+
+def test_score_errors_name_their_argument():
+    for function in (effect_size_from_scores, weat_test_from_scores):
+        with pytest.raises(ValueError, match=r"^scores_x has 1 row\(s\) with NaN"):
+            function([0.1, np.nan], [0.2, 0.3])
+        with pytest.raises(ValueError, match=r"^scores_y has 1 row\(s\) with NaN"):
+            function([0.1, 0.4], [np.inf, 0.3])
+    with pytest.raises(ValueError, match=r"^the effect size needs at least 3 target words in X and Y together\.$"):
+        effect_size_from_scores([0.1], [0.2])
+    for x, y in (([], [0.2, 0.3]), ([0.2, 0.3], [])):
+        with pytest.raises(ValueError, match=rf"^both target sets need words, got \|X\|={len(x)}, \|Y\|={len(y)}\.$"):
+            weat_test_from_scores(x, y)
+    one = weat_test_from_scores([0.5], [0.1, 0.2])  # one word in X is a test (3 partitions)
+    assert (one.n_x, one.n_y, one.n_partitions, one.exact) == (1, 2, 3, True) and one.p_value == pytest.approx(1 / 3)
+
+
+def test_exact_up_to_max_exact_partitions_inclusive():
+    scores_x, scores_y = [0.3, 0.1, 0.25], [0.0, 0.2, 0.05, 0.15]  # 35 partitions
+    assert weat_test_from_scores(scores_x, scores_y, max_exact=35).exact
+    monte_carlo = weat_test_from_scores(scores_x, scores_y, n_permutations=200, max_exact=34)
+    assert not monte_carlo.exact and monte_carlo.n_partitions == 200 and (monte_carlo.n_x, monte_carlo.n_y) == (3, 4)
+
+
+def test_ties_off_by_float_rounding_count_at_any_scale():
+    # X and Y sum to exactly 1474369.809 in decimal; in floats Y's sum is 2.3e-10 lower. Subsets of two
+    # with a sum >= X's, by exact decimal arithmetic: X, Y, {b, c}, {b, d}: 4 of 6
+    from decimal import Decimal
+    from itertools import combinations
+
+    words = ["503626.972", "970742.837", "632270.798", "842099.011"]
+    exact = [Decimal(w) for w in words]
+    expected = np.mean([sum(exact[i] for i in pair) >= exact[0] + exact[1] for pair in combinations(range(4), 2)])
+    values = [float(w) for w in words]
+    assert values[2] + values[3] != values[0] + values[1] and expected == 4 / 6
+    assert weat_test_from_scores(values[:2], values[2:]).p_value == pytest.approx(expected)

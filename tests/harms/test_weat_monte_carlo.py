@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vlbias.harms.weat import caliskan_tests, weat_test_from_scores
+from vlbias.harms.weat import caliskan_tests, random_subset_sums, weat_test_from_scores
 
 
 def test_most_extreme_split_has_monte_carlo_p_one_over_n_plus_one_never_zero():
@@ -54,3 +54,13 @@ def test_shipped_caliskan_battery_has_the_ten_tests_and_their_word_lists():
     flowers = next(test for test in tests if "flower" in test["X_name"].lower())
     assert {"rose", "tulip"} <= set(flowers["X"]) and {"ant", "spider"} <= set(flowers["Y"])
     assert {"love", "peace"} <= set(flowers["A"]) and {"hatred", "ugly"} <= set(flowers["B"])
+
+
+@pytest.mark.parametrize("size", [1, 3, 5])
+def test_random_subset_sums_are_the_smallest_keys_of_each_row_over_uneven_chunks(size):
+    # the draws, redone with argsort: row i sums the scores at the `size` smallest of its uniform keys
+    scores = np.array([1.0, 10.0, 100.0, 1000.0, 10000.0])
+    got = np.concatenate(list(random_subset_sums(scores, size, 7, np.random.default_rng(3), chunk=3)))
+    rng = np.random.default_rng(3)
+    keys = np.vstack([rng.random((rows, 5)) for rows in (3, 3, 1)])
+    assert got.tolist() == scores[np.argsort(keys, axis=1)[:, :size]].sum(axis=1).tolist()

@@ -88,20 +88,49 @@ def test_family_panels_are_as_wide_as_their_labels_and_carry_the_published_point
     plt.close(fig)
 
 
-def test_plot_across_draws_one_line_per_series_in_each_family():
-    rows = [{"family": f, "group": g, "model": m, "value": 1.0}
-            for m in ("a", "b") for f in mk.FAMILIES for g in mk.LABEL_ORDER[f]]
-    fig, axes = mk.plot_across(pd.DataFrame(rows), "value", "model", "y", title="by {family}", ylim=(0, 100))
+def test_plot_across_draws_each_series_values_in_its_familys_panel():
+    # distinct values per (model, family, group): a panel showing another family's rows, a line
+    # showing another model's values, or groups out of the table's order would change the data read back
+    rows = [{"family": f, "group": g, "model": m, "value": 100 * i + 10 * j + k}
+            for i, m in enumerate(("a", "b")) for j, f in enumerate(mk.FAMILIES)
+            for k, g in enumerate(mk.LABEL_ORDER[f])]
+    fig, axes = mk.plot_across(pd.DataFrame(rows), "value", "model", "y", title="by {family}", ylim=(0, 300))
     assert [ax.get_title() for ax in axes] == [f"by {f}" for f in mk.FAMILIES]
-    assert [len(ax.lines) for ax in axes] == [2, 2, 2] and axes[0].get_ylim() == (0, 100)
+    assert [ax.get_ylabel() for ax in axes] == ["y", "", ""] and axes[0].get_ylim() == (0, 300)
+    for j, (ax, family) in enumerate(zip(axes, mk.FAMILIES)):
+        labels = list(mk.LABEL_ORDER[family])
+        assert [line.get_label() for line in ax.lines] == ["a", "b"]
+        for i, line in enumerate(ax.lines):
+            assert list(line.get_xdata()) == labels
+            assert line.get_ydata().tolist() == [100 * i + 10 * j + k for k in range(len(labels))]
     assert [t.get_text() for t in axes[-1].get_legend().get_texts()] == ["a", "b"]
     plt.close(fig)
 
 
-def test_families_by_age_gives_one_panel_per_family():
-    table = pd.DataFrame({"gender": ["Female", "Male"] * 2, "age": ["0-2", "0-2", "3-9", "3-9"],
-                          "v": [1.0, 2, 3, 4], "lo": 0.0, "hi": 5.0})
-    fig, axes = mk.plot_families_by_age({"gender": table, "age": table}, "v", "lo", "hi", "gender",
-                                        {"gender": "G", "age": "A"}, "y")
-    assert [ax.get_title() for ax in axes] == ["G", "A"] and all(len(ax.lines) == 2 for ax in axes)
+def test_families_by_age_draws_each_familys_table_in_age_order_with_its_band_and_crosses():
+    # rows out of age order, and another table per family: the panels must sort by AGES and not mix tables
+    def table(offset):
+        return pd.DataFrame({"gender": ["Female", "Male"] * 2, "age": ["3-9", "3-9", "0-2", "0-2"],
+                             "v": offset + np.array([3.0, 4, 1, 2]), "lo": offset + np.array([2.5, 3.5, 0.5, 1.5]),
+                             "hi": offset + np.array([3.5, 4.5, 1.5, 2.5])})
+    published = pd.DataFrame({"family": ["age", "gender", "age"], "measure": ["m", "m", "other"],
+                              "group": ["Male, 3-9", "Female, 0-2", "Male, 0-2"], "value": [7.0, 8.0, 9.0]})
+    fig, axes = mk.plot_families_by_age({"gender": table(0), "age": table(10)}, "v", "lo", "hi", "gender",
+                                        {"gender": "G", "age": "A"}, "y", published, "m")
+    assert [ax.get_title() for ax in axes] == ["G", "A"]
+    for ax, offset, cross in zip(axes, (0, 10), (("Female", [0], [8.0]), ("Male", [1], [7.0]))):
+        series = [line for line in ax.lines if line.get_marker() == "o"]
+        assert [line.get_label() for line in series] == ["Female", "Male"]
+        for line, expected in zip(series, ([1.0, 3.0], [2.0, 4.0])):  # ages 0-2 then 3-9
+            assert line.get_xdata().tolist() == [0, 1]
+            assert line.get_ydata().tolist() == [offset + v for v in expected]
+        # the band spans lo..hi at each age: its polygon's y extremes per line
+        for band, expected in zip(ax.collections, ([0.5, 3.5], [1.5, 4.5])):
+            ys = band.get_paths()[0].vertices[:, 1]
+            assert [ys.min(), ys.max()] == [offset + e for e in expected]
+        crosses = [line for line in ax.lines if line.get_marker() == "x" and len(line.get_xdata())]
+        colour = dict((line.get_label(), line.get_color()) for line in series)[cross[0]]
+        assert [(c.get_xdata().tolist(), c.get_ydata().tolist(), c.get_color()) for c in crosses] == \
+            [(cross[1], cross[2], colour)]
+        assert ax.get_xticklabels()[0].get_text() == "0-2" and len(ax.get_xticks()) == 9
     plt.close(fig)

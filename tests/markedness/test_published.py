@@ -1,6 +1,5 @@
 """The published numbers of Part I and the helpers that set ours beside them."""
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -69,67 +68,3 @@ def test_label_phrasings_can_be_replaced():
     assert prompts["race"]["Latino_Hispanic"] == "a photo of a Hispanic person"
     assert prompts["race"]["Black"] == "a photo of a Black person"
     assert prompts["gender"] == {"Female": "a photo of a woman person", "Male": "a photo of a male person"}
-
-
-def fake_text_embed(texts):
-    """Deterministic pseudo-embeddings per text (a hash seeds each vector)."""
-    import zlib
-
-    return np.stack([np.random.default_rng(zlib.crc32(t.encode())).normal(size=8) for t in texts])
-
-
-def fixture_like_records(seed=0, per_cell=2):
-    rows = [(r, g, a) for r in RACES for g in GENDERS for a in AGES for _ in range(per_cell)]
-    return pd.DataFrame(rows, columns=["race", "gender", "age"])
-
-
-def test_prompt_sensitivity_against_cosines_of_hand_written_prompts():
-    from vlbias.markedness import prompt_sensitivity
-
-    records = fixture_like_records()
-    images = np.random.default_rng(1).normal(size=(len(records), 8))
-    table = prompt_sensitivity(records, images, fake_text_embed, ["a photo of", "a picture of"])
-    assert len(table) == 2 * 2 * (7 + 2 + 9)
-    unit = images / np.linalg.norm(images, axis=1, keepdims=True)
-
-    def cosines(*texts):
-        vectors = fake_text_embed(list(texts))
-        return unit @ (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).T
-
-    for prefix in ("a photo of", "a picture of"):
-        for wording in ("70 or more years old", "more than 70 years old"):
-            rows = table[(table.prefix == prefix) & (table.oldest_age_wording == wording)]
-            person = cosines(f"{prefix} a person")[:, 0]
-            gender = person > cosines(f"{prefix} a female person", f"{prefix} a male person").max(axis=1)
-            ages = [f"{prefix} a person between {a} and {b} years old"
-                    for a, b in (("0", "2"), ("3", "9"), ("10", "19"), ("20", "29"), ("30", "39"), ("40", "49"),
-                                 ("50", "59"), ("60", "69"))] + [f"{prefix} a person {wording}"]
-            age = person > cosines(*ages).max(axis=1)
-            for family, flags in (("gender", gender), ("age", age)):
-                got = rows[rows.family == family].set_index("group")["unmarked_%"]
-                for label in got.index:
-                    expected = 100 * flags[(records[family] == label).to_numpy()].mean()
-                    assert got[label] == pytest.approx(expected), (prefix, wording, family, label)
-    # the oldest-age wording changes the age family only
-    photo = table[table.prefix == "a photo of"]
-    code, paper = (photo[photo.oldest_age_wording == w].reset_index(drop=True)
-                   for w in ("70 or more years old", "more than 70 years old"))
-    same = code.family != "age"
-    assert code[same]["unmarked_%"].tolist() == paper[same]["unmarked_%"].tolist()
-    assert code[~same]["unmarked_%"].tolist() != paper[~same]["unmarked_%"].tolist()
-
-
-def test_gap_tables_cover_the_headline_comparisons():
-    from vlbias.markedness import rate_gap_table, self_similarity_gap_table, unmarked_flags
-
-    records = fixture_like_records(per_cell=3)
-    rng = np.random.default_rng(2)
-    images = rng.normal(size=(len(records), 8))
-    flags = unmarked_flags(images, fake_text_embed)
-    rates = rate_gap_table(records, flags, permutations=200)
-    assert len(rates) == 6 + 3 + 3 and rates.p_value.between(0, 1).all()
-    white, black = flags["race"][(records.race == "White").to_numpy()], flags["race"][(records.race == "Black").to_numpy()]
-    row = rates.set_index("comparison").loc["White vs Black"]
-    assert row.gap == pytest.approx(100 * (white.mean() - black.mean()))
-    gaps = self_similarity_gap_table(records, images, permutations=50)
-    assert len(gaps) == 6 + 3 + 1 and "White Male vs Black Female" in gaps.comparison.tolist()

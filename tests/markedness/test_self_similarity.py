@@ -261,3 +261,151 @@ def test_normal_and_monte_carlo_intervals_agree():
     auto = self_similarity_table(records, x, "gender", repetitions=100, monte_carlo_budget=100 * 119 * 8)
     assert auto.interval.tolist()[1] == "normal (exact moments)"
 
+
+
+def test_extremes_default_ten_each_end_ranked_with_a_fresh_index():
+    values = np.random.default_rng(0).permutation(25).astype(float)
+    table = pd.DataFrame({"group": [f"g{int(v)}" for v in values], "mean": values}, index=range(100, 125))
+    result = extremes(table)
+    assert result.index.tolist() == list(range(20)) and result["end"].tolist() == ["most"] * 10 + ["least"] * 10
+    assert result.columns.tolist() == ["rank", "group", "mean", "end"]
+    assert result["rank"].tolist() == list(range(1, 11)) + list(range(25, 15, -1))
+    assert result["mean"].tolist() == [24.0 - i for i in range(10)] + [float(i) for i in range(10)]
+
+
+def test_self_similarity_errors_name_what_is_wrong():
+    from vlbias.markedness import self_similarity_table
+    from vlbias.markedness.self_similarity import released_code_moments
+
+    records = pd.DataFrame({"race": ["White", "White", "Black"]})
+    embeddings = np.random.default_rng(0).normal(size=(3, 4))
+    for options, message in (({"estimator": "x"}, r"^estimator must be 'balanced' or 'released-code', got 'x'$"),
+                             ({"interval": "x"}, r"^interval must be 'auto', 'monte-carlo' or 'normal', got 'x'$"),
+                             ({"sample_size": 1}, r"^sample_size must be at least 2 images, got 1$")):
+        with pytest.raises(ValueError, match=message):
+            self_similarity_table(records, embeddings, "race", **options)
+    with pytest.raises(ValueError, match=r"^3 records but 2 embeddings$"):
+        self_similarity_table(records, embeddings[:2], "race")
+    with pytest.raises(ValueError, match=r"^no group of \['race'\] has 2 or more images$"):
+        self_similarity_table(records.iloc[1:], embeddings[1:], "race")
+    with pytest.raises(ValueError, match=r"^the released-code estimator needs at least 2 draws, got 1$"):
+        released_code_moments(unit_rows(embeddings), 1)
+    with pytest.raises(ValueError, match=r"^subset size must be in 2\.\.3, got 4$"):
+        balanced_moments(unit_rows(embeddings), 4)
+    # two images are a group; sample size 2 is allowed
+    table = self_similarity_table(records, embeddings, "race", sample_size=2, repetitions=50)
+    assert table["race"].tolist() == ["White"] and table["n"].tolist() == [2]
+
+
+def test_self_similarity_by_group_keeps_pairs_and_takes_one_or_several_keys():
+    from vlbias.markedness import self_similarity_by_group
+
+    records = pd.DataFrame({"race": ["White", "White", "Black", "Indian", "Indian", "Indian"],
+                            "gender": ["Male", "Male", "Male", "Female", "Female", "Male"]})
+    embeddings = np.random.default_rng(1).normal(size=(6, 4))
+    by_race = self_similarity_by_group(records, embeddings, "race")
+    assert by_race["race"].tolist() == ["Indian", "White"] and by_race["n"].tolist() == [3, 2]  # Black: one image
+    assert by_race["self_similarity"].tolist() == pytest.approx([self_similarity(embeddings[3:]),
+                                                                 self_similarity(embeddings[:2])])
+    both = self_similarity_by_group(records, embeddings, ["race", "gender"])
+    assert both[["race", "gender", "n"]].values.tolist() == [["Indian", "Female", 2], ["White", "Male", 2]]
+
+
+def test_cells_must_be_keyed_finer_and_match_the_records():
+    from vlbias.markedness import self_similarity_table
+    from vlbias.markedness.self_similarity import cell_moments
+
+    records = pd.DataFrame({"race": ["White", "White", "Black", "Black", "Indian"],
+                            "gender": ["Male", "Female", "Male", "Male", "Female"]})
+    embeddings = np.random.default_rng(2).normal(size=(5, 4))
+    cells = cell_moments(records, embeddings, by=("race", "gender"))
+    exact = self_similarity_table(records, embeddings, "race", interval="normal")
+    assembled = self_similarity_table(records, embeddings, "race", interval="normal", cells=cells)
+    pd.testing.assert_frame_equal(exact, assembled)
+    same_keys = self_similarity_table(records, embeddings, ["race", "gender"], interval="normal",
+                                      cells=cell_moments(records, embeddings, by=("race", "gender")))
+    assert same_keys[["race", "gender"]].values.tolist() == [["Black", "Male"]]  # cells keyed exactly as the groups
+    with pytest.raises(ValueError, match=r"^cells keyed by \['race'\] cannot be summed into groups of \['gender'\]$"):
+        self_similarity_table(records, embeddings, "gender", cells=cell_moments(records, embeddings, by=("race",)))
+    other = cell_moments(records.iloc[:4], embeddings[:4], by=("race", "gender"))
+    with pytest.raises(ValueError, match=r"^the cells do not match these records \(cell \('Indian', 'Female'\)\): "
+                                         r"pass cells computed from the same records, or cells=None$"):
+        self_similarity_table(records, embeddings, "gender", cells=other)
+
+
+def test_self_similarity_table_defaults():
+    from vlbias.markedness import self_similarity_table
+
+    records = pd.DataFrame({"race": ["White"] * 4 + ["Black"] * 3})
+    embeddings = np.random.default_rng(3).normal(size=(7, 4))
+    pd.testing.assert_frame_equal(self_similarity_table(records, embeddings, "race"),
+                                  self_similarity_table(records, embeddings, "race", repetitions=10_000, seed=0))
+    released = self_similarity_table(records, embeddings, "race", estimator="released-code")
+    pd.testing.assert_frame_equal(released, self_similarity_table(records, embeddings, "race",
+                                                                  estimator="released-code", draws=22))
+    assert released["draws"].tolist() == [22, 22]
+    from vlbias.markedness.self_similarity import released_code_moments
+
+    five = self_similarity_table(records, embeddings, "race", estimator="released-code", draws=5, interval="normal")
+    white = unit_rows(embeddings[:4])
+    assert five.set_index("race").loc["White", ["exact_mean", "exact_sd"]].tolist() == pytest.approx(
+        released_code_moments(white, 5))
+    assert released_code_moments(white) == released_code_moments(white, 22)
+    assert not released.equals(self_similarity_table(records, embeddings, "race", estimator="released-code", seed=1))
+
+
+def test_moments_are_checked_and_sums_handle_every_subset_width():
+    from vlbias.markedness.self_similarity import (GroupMoments, _row_sums, group_moments, released_code_moments,
+                                                   subset_self_similarity)
+
+    one = group_moments([[3.0, 4.0]])  # one image: moments exist, the released-code draws repeat it
+    assert released_code_moments(one, 3) == pytest.approx((1.0, 0.0), abs=1e-6)
+    bad = [(GroupMoments(0, np.zeros(2), np.zeros((2, 2))), "the moments of an empty group have no self-similarity"),
+           (GroupMoments(1, np.array([np.nan, 0.0]), np.eye(2)), "the moments hold NaN or inf; recompute them from "
+                                                                 "finite embeddings"),
+           (GroupMoments(1, np.ones(2), np.array([[np.nan, 0.0], [0.0, 1.0]])), "the moments hold NaN or inf"),
+           (GroupMoments(2, np.ones(2), 1.5 * np.eye(2)), "these moments are not of unit rows; build them with "
+                                                          r"group_moments\(vectors\)")]
+    for moments, message in bad:
+        with pytest.raises(ValueError, match=rf"^unit_or_moments: {message}"):
+            released_code_moments(moments, 2)
+    with pytest.raises(ValueError, match=r"^vectors has 1 row\(s\) of zeros"):
+        group_moments([[1.0, 0.0], [0.0, 0.0]])
+    unit = unit_rows(np.random.default_rng(4).normal(size=(80, 3))).astype(np.float32)
+    assert _row_sums(unit, np.zeros((2, 0), dtype=int)).tolist() == [[0.0] * 3] * 2
+    assert _row_sums(unit, np.zeros((2, 0), dtype=int)).dtype == np.float32
+    np.testing.assert_allclose(_row_sums(unit, np.array([[5], [7]])), unit[[5, 7]])
+    wide = np.arange(70)[None, :]  # more than 64 per row: the indicator product, in the rows' dtype
+    assert _row_sums(unit, wide).dtype == np.float32
+    np.testing.assert_allclose(_row_sums(unit, wide)[0], unit[:70].sum(axis=0), rtol=1e-5)
+    with pytest.raises(ValueError, match=r"^a subset needs at least 2 images for a pairwise mean, got 1$"):
+        subset_self_similarity(unit, np.array([[3]]))
+    # a complement as long as the subset: summed directly (not through the total)
+    chosen, left = np.array([[0, 1]]), np.array([[2, 3]])
+    assert subset_self_similarity(unit[:4], chosen, left) == pytest.approx(float(unit[0] @ unit[1]), rel=1e-5)
+
+
+def test_draw_subsets_sizes_and_the_whole_group():
+    rng = np.random.default_rng(0)
+    chosen, left = draw_subsets(rng, 4, 1, 3)  # one of four is a subset
+    assert chosen.shape == (3, 1) and left.shape == (3, 3)
+    whole, none = draw_subsets(rng, 4, 4, 3)
+    assert whole.tolist() == [[0, 1, 2, 3]] * 3 and none.shape == (3, 0) and none.dtype == np.int64
+    for m in (0, 5):
+        with pytest.raises(ValueError, match=rf"^subset size must be in 1\.\.4, got {m}$"):
+            draw_subsets(rng, 4, m, 3)
+
+
+def test_self_similarity_by_selects_records_names_groups_and_passes_options():
+    from vlbias.markedness import self_similarity_by, self_similarity_table
+
+    records = pd.DataFrame({"race": ["White", "White", "Black", "Black", "Black", "White"],
+                            "gender": ["Male", "Male", "Female", "Female", "Male", "Female"]})
+    embeddings = np.random.default_rng(5).normal(size=(6, 4))
+    where = np.array([True, True, True, False, False, False])  # Black Female keeps one image: left out
+    table = self_similarity_by(records, embeddings, ["race", "gender"], where=where, interval="normal")
+    assert table["group"].tolist() == ["White, Male"]
+    direct = self_similarity_table(records[where], embeddings[where], ["race", "gender"], interval="normal")
+    pd.testing.assert_frame_equal(table.drop(columns="group"), direct)
+    released = self_similarity_by(records, embeddings, "race", estimator="released-code", repetitions=20)
+    assert released["group"].tolist() == ["White", "Black"] and (released["draws"] == 22).all()

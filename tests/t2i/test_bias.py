@@ -66,15 +66,15 @@ def test_bootstrap_interval_covers_estimate_and_shrinks_with_more_images():
 
 def test_bootstrap_matches_resampling_images_directly():
     labels = labels_from_counts(COUNTS)
-    table = bootstrap_bias_scores(labels, REFERENCE, n_boot=3000, seed=2)
+    table = bootstrap_bias_scores(labels, REFERENCE, n_boot=1500, seed=2)
     rng = np.random.default_rng(5)
     table_ref = compare_with_reference(generated_shares(labels), REFERENCE)
-    values = []
-    for _ in range(600):  # the slow way: resample rows within each profession
-        resampled = pd.concat([group.iloc[rng.integers(len(group), size=len(group))]
-                               for _, group in labels.groupby("profession")])
-        shares = compare_with_reference(generated_shares(resampled), REFERENCE)
-        values.append(vrbs(shares["generated share"], shares["reference share"]))
+    # the direct way, in numpy: resample each profession's images, share = female / with a person
+    shares = []
+    for profession, group in labels.groupby("profession"):
+        drawn = group["perceived"].to_numpy()[rng.integers(len(group), size=(4000, len(group)))]
+        shares.append(((drawn == "female").sum(1) / (drawn != "no person").sum(1), REFERENCE[profession]))
+    values = 1 - np.mean([np.abs(share - reference) for share, reference in shares], axis=0)
     assert table.loc["VRBS", "ci_low"] == pytest.approx(np.percentile(values, 2.5), abs=0.015)
     assert table.loc["VRBS", "ci_high"] == pytest.approx(np.percentile(values, 97.5), abs=0.015)
     assert table.loc["VRBS", "estimate"] == pytest.approx(bias_scores(table_ref)["VRBS"])
@@ -132,7 +132,7 @@ def test_paired_bootstrap_of_a_change_keeps_the_seeds_paired():
     professions = {name: rng.integers(2, 9) for name in ["nurse", "carpenter", "teacher", "lawyer"]}
     a = seeded(labels_from_counts({name: (f, 10 - f, 0) for name, f in professions.items()}))
     # identical runs: the change is exactly 0 in every replicate
-    same = paired_bootstrap_change(a, a.sample(frac=1, random_state=0), REFERENCE, n_boot=300)
+    same = paired_bootstrap_change(a, a.sample(frac=1, random_state=0), REFERENCE, n_boot=100)
     assert (same[["change", "ci_low", "ci_high"]].to_numpy() == 0).all()
     # planted: run b turns one male nurse image female (same seed), nothing else changes
     b = a.copy()
@@ -140,7 +140,7 @@ def test_paired_bootstrap_of_a_change_keeps_the_seeds_paired():
     b.loc[flipped, "perceived"] = "female"
     reference = REFERENCE.copy()
     reference["nurse"] = 1.0  # every female image more moves the nurse share towards it
-    change = paired_bootstrap_change(a, b, reference, n_boot=2000, seed=1)
+    change = paired_bootstrap_change(a, b, reference, n_boot=500, seed=1)
     table_a = compare_with_reference(generated_shares(a), reference)
     table_b = compare_with_reference(generated_shares(b), reference)
     expected = vrbs(table_b["generated share"], table_b["reference share"]) - vrbs(table_a["generated share"], table_a["reference share"])
@@ -148,7 +148,7 @@ def test_paired_bootstrap_of_a_change_keeps_the_seeds_paired():
     low, high = change.loc["VRBS", ["ci_low", "ci_high"]]
     # in every replicate b differs from a only where the flipped seed was drawn: never a loss
     assert 0 <= low <= expected <= high
-    independent = bootstrap_bias_scores(a, reference, n_boot=2000, seed=1).loc["VRBS"]
+    independent = bootstrap_bias_scores(a, reference, n_boot=500, seed=1).loc["VRBS"]
     assert high - low < (independent.ci_high - independent.ci_low) / 2  # pairing removes the shared noise
 
 
@@ -160,3 +160,77 @@ def test_paired_bootstrap_refuses_unpaired_runs():
         paired_bootstrap_change(a, a.iloc[1:], REFERENCE)
     with pytest.raises(ValueError, match="lacks the columns"):
         paired_bootstrap_change(a.drop(columns="seed"), a, REFERENCE)
+
+
+def test_shares_and_bootstrap_follow_their_target_columns_and_defaults():
+    labels = labels_from_counts(COUNTS).rename(columns={"profession": "job", "perceived": "seen"})
+    male = generated_shares(labels, target="male", group="job", label="seen", excluded=("no person",),
+                            confidence=0.90)
+    assert male.columns.tolist() == ["n_images", "n_person", "n_male", "generated share", "ci_low", "ci_high"]
+    assert male.loc["lawyer", ["n_images", "n_person", "n_male"]].tolist() == [15, 10, 7]
+    ci = stats.binomtest(7, 10).proportion_ci(0.90, method="wilson")
+    assert male.loc["lawyer", ["generated share", "ci_low", "ci_high"]].tolist() == pytest.approx([0.7, ci.low, ci.high])
+    # nobody excluded: "no person" images count as persons; a target nobody got has share 0
+    everyone = generated_shares(labels, target="robot", group="job", label="seen", excluded=())
+    assert everyone.loc["lawyer", ["n_person", "n_robot", "generated share"]].tolist() == [15, 0, 0.0]
+    table = compare_with_reference(generated_shares(labels_from_counts(COUNTS)), REFERENCE)
+    assert table.index.tolist() == ["carpenter", "lawyer", "nurse", "teacher"]  # pilot: no images, left out
+    assert table.loc["nurse", "gap"] == pytest.approx(0.9 - 0.9) and table.loc["lawyer", "gap"] == pytest.approx(0.3 - 0.35)
+    scores = bias_scores(table)
+    rho, p = stats.spearmanr(table["generated share"], table["reference share"])
+    assert scores == pytest.approx({"professions": 4, "VRBS": 1 - np.mean(np.abs(table["gap"])), "spearman_rho": rho,
+                                    "spearman_p": p})
+    boot = bootstrap_bias_scores(labels_from_counts(COUNTS), REFERENCE)
+    pd.testing.assert_frame_equal(boot, bootstrap_bias_scores(labels_from_counts(COUNTS), REFERENCE, n_boot=1000,
+                                                              confidence=0.95, seed=0))
+    assert boot.columns.tolist() == ["estimate", "ci_low", "ci_high", "n_boot"] and boot.loc["VRBS", "n_boot"] == 1000
+    by_male = bootstrap_bias_scores(labels, 1 - REFERENCE, target="male", group="job", label="seen", n_boot=50)
+    assert by_male.loc["VRBS", "estimate"] == pytest.approx(scores["VRBS"])  # the male side of the same gaps
+    with pytest.raises(ValueError, match=r"^only 2 profession\(s\) have both a reference share and an image"):
+        bias_scores(table.iloc[:2])
+
+
+def test_scorable_limits_joins_gap_patterns_and_spearman_size():
+    from vlbias.t2i.bias import label_counts
+
+    table = compare_with_reference(generated_shares(labels_from_counts(COUNTS)), REFERENCE)
+    assert bias_scores(table.iloc[:3])["professions"] == 3  # three are enough
+    with pytest.raises(ValueError, match=r"^only 2 profession\(s\) have both a reference share and an image with a "
+                                         r"person; VRBS and Spearman's rho need 3 or more\. Check the annotator's "
+                                         r"prompts \(does 'no person' win everywhere\?\) and that the profession "
+                                         r"names match the reference table\.$"):
+        bias_scores(table.iloc[:2])
+    with pytest.raises(ValueError, match=r"needs at least 3"):
+        spearman([0.1, 0.2], [0.3, 0.4])
+    # a profession without a reference share is left out; one with a single person image stays
+    labels = labels_from_counts({**COUNTS, "astronaut": (1, 0, 0), "pilot": (1, 0, 3)})
+    joined = compare_with_reference(generated_shares(labels), REFERENCE)
+    assert "astronaut" not in joined.index and joined.loc["pilot", "n_person"] == 1
+    assert label_counts(labels).loc["pilot"].tolist() == [1, 0, 3]  # profession and perceived by default
+    gaps = pd.DataFrame({"generated share": [0.3, 0.7, 0.6], "reference share": [0.5, 0.5, 0.6]}, index=list("abc"))
+    patterns = classify_gaps(gaps)
+    # a reference at parity has no majority to reverse; equal shares are matched at tolerance 0
+    assert patterns.tolist() == ["amplified", "amplified", "matched"] and patterns.name == "pattern"
+
+
+def test_bootstrap_leaves_out_professions_without_a_person_quietly_and_passes_exclusions_on():
+    import warnings
+
+    # "rare": one person among ten images, so about a third of the replicates draw nobody there
+    labels = labels_from_counts({"nurse": (8, 2, 0), "carpenter": (1, 9, 0), "rare": (1, 0, 9)})
+    reference = pd.Series({"nurse": 0.9, "carpenter": 0.05, "rare": 0.4})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        boot = bootstrap_bias_scores(labels, reference, n_boot=200, seed=1)
+        nobody = generated_shares(labels_from_counts({"ghost": (0, 0, 3), "nurse": (1, 0, 0)}))
+        # tiny professions: some replicates give every profession the same share (no rank correlation)
+        tiny = bootstrap_bias_scores(labels_from_counts({"nurse": (1, 1, 0), "carpenter": (1, 1, 0), "rare": (2, 1, 0)}),
+                                     reference, n_boot=300, seed=2)
+    assert tiny.loc["spearman_rho", "n_boot"] < 300
+    assert np.isnan(nobody.loc["ghost", "generated share"]) and nobody.loc["nurse", "generated share"] == 1.0
+    # rho needs all three professions: replicates without "rare" have none, the others do
+    assert 0 < boot.loc["spearman_rho", "n_boot"] < 200 and boot.loc["VRBS", "n_boot"] == 200
+    everyone = bootstrap_bias_scores(labels, reference, excluded=(), n_boot=20)
+    shares = compare_with_reference(generated_shares(labels, excluded=()), reference)
+    assert everyone.loc["VRBS", "estimate"] == pytest.approx(bias_scores(shares)["VRBS"])
+    assert everyone.loc["VRBS", "estimate"] != boot.loc["VRBS", "estimate"]

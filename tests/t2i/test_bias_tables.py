@@ -43,3 +43,19 @@ def test_cases_beside_published_puts_our_shares_and_patterns_beside_the_source()
     assert hairdresser["our pattern"] == "amplified" and electrician["our pattern"] == "amplified"
     assert result.loc["artist", ["our generated share", "our pattern"]].isna().all()
     assert result.loc["artist", "source case"] == "reversed"
+
+
+def test_category_distribution_of_another_label_column_and_a_single_image():
+    labels = pd.DataFrame({"job": ["judge", "cook", "cook", "cook"], "age": ["60+", "20-29", "60+", "no person"]})
+    shares = category_distribution(labels, group="job", label="age")
+    assert shares.loc["judge"].tolist() == [0.0, 1.0]  # one image with a person: its label's share is 1
+    assert shares.loc["cook"].tolist() == pytest.approx([0.5, 0.5])
+
+
+def test_extremes_default_to_three_and_diversity_is_named():
+    from vlbias.t2i.bias import diversity_by_group
+
+    table = pd.DataFrame({"generated share": [0.45, 0.02, 0.97, 0.60, 0.10]}, index=list("abcde"))
+    assert extreme_cases(table).index.tolist() == ["b", "c", "e"]
+    diversity = diversity_by_group(np.eye(4), ["x", "x", "y", "y"])
+    assert diversity.name == "mean pairwise distance" and diversity.index.name == "group"

@@ -206,3 +206,21 @@ def test_anneal_defaults_rescale_fully_and_shapes_must_match():
     assert not torch.allclose(anneal_condition(y, 0.36, n, 0.5), anneal_condition(y, 0.36, n, 0.5, rescale=False))
     with pytest.raises(ValueError, match=r"condition's shape \(1, 2, 2\), got \(1, 2, 3\)"):
         anneal_condition(y, 0.5, torch.zeros(1, 2, 3), 0.5)
+
+
+@pytest.mark.parametrize("schedule", ["linear", "cosine"])
+def test_gamma_of_an_array_of_timesteps_is_the_formula_elementwise(schedule):
+    import warnings
+
+    t = np.array([0, 200, 350, 500, 650, 800, 999])
+    ramp = np.clip((t - 200) / 600, 0, 1)
+    expected = 1 - ramp if schedule == "linear" else 0.5 * (1 + np.cos(np.pi * ramp))
+    gamma = cads_gamma(t, 200, 800, schedule)
+    assert gamma.dtype == np.float64 and gamma == pytest.approx(expected, abs=1e-12)
+    assert [cads_gamma(float(x), 200, 800, schedule) for x in t] == pytest.approx(expected, abs=1e-12)
+    assert cads_gamma(350, 200, 800, schedule) == pytest.approx(expected[2]) and isinstance(
+        cads_gamma(350, 200, 800, schedule), float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # tau1 = tau2: a step, without dividing by zero
+        step = cads_gamma(t, 500, 500, schedule)
+    assert step.dtype == np.float64 and step.tolist() == [1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0]

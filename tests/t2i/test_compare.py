@@ -51,9 +51,25 @@ def test_probe_prompts_default_or_given_and_unknown_probes_refused():
         annotation.probe_prompts("age")
 
 
-def test_simulated_annotations_are_written_in_the_import_format(tmp_path):
-    truth = pd.Series(["female", "male", "no person"] * 4, index=[f"{i}.png" for i in range(12)])
+def test_simulated_annotators_err_at_their_rate_among_the_other_labels_and_read_back(tmp_path):
+    labels = ["female", "male", "no person"]
+    truth = pd.Series(labels * 1000, index=[f"{i}.png" for i in range(3000)])
     path = annotation.write_simulated_annotations(truth, tmp_path / "a.csv", seed=1)
     back = annotation.read_annotations(path)
-    assert len(back) == 4 * len(truth)  # three annotators and the arbiter label every image
-    pd.testing.assert_frame_equal(pd.read_csv(path), annotation.simulated_annotations(truth, seed=1))
+    # three annotators and the arbiter each label every image once, in the import format
+    assert back.groupby("annotator")["image"].apply(list).to_dict() == {
+        who: list(truth.index) for who in ("a1", "a2", "a3", "senior")}
+    wrong = back["label"].to_numpy() != truth.loc[back["image"]].to_numpy()
+    share = pd.Series(wrong).groupby(back["annotator"].to_numpy()).mean()
+    # 15% errors each (the arbiter half that): binomial sd < 0.007 at n = 3000, 4 sd of room
+    assert share.drop("senior").to_numpy() == pytest.approx([0.15] * 3, abs=0.03)
+    assert share["senior"] == pytest.approx(0.075, abs=0.02)
+    # an error is one of the two other labels, each about half the time
+    errors = back[wrong]
+    for label in labels:
+        given = errors.loc[truth.loc[errors["image"]].to_numpy() == label, "label"]
+        assert label not in set(given) and given.value_counts(normalize=True).to_numpy() == pytest.approx(
+            [0.5, 0.5], abs=0.1)
+    exact = annotation.simulated_annotations(truth, error_rate=0.0)
+    assert (exact["label"].to_numpy() == truth.loc[exact["image"]].to_numpy()).all()
+    assert not annotation.simulated_annotations(truth, seed=2).equals(pd.read_csv(path))

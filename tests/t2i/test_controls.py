@@ -171,13 +171,22 @@ def test_an_empty_negative_prompt_is_plain_sampling_and_another_changes_the_imag
 
 
 def test_negative_prompt_reaches_cads_and_the_manifest(tiny_sd, tmp_path):
+    from PIL import Image
+
     from vlbias.t2i.cads import with_cads
     from vlbias.t2i.generation import generate_to_disk
 
     jobs = prompt_jobs(["nurse"], "a photo of a {profession}", 2)
-    manifest = generate_to_disk(with_cads(tiny_sd, noise_scale=0.25), jobs, tmp_path, batch_size=2, progress=False,
-                                num_inference_steps=2, height=32, width=32, negative_prompt="a man")
-    assert (manifest["negative_prompt"] == "a man").all() and len(manifest) == 2
+    cads = with_cads(tiny_sd, noise_scale=0.25)
+    settings = dict(num_inference_steps=2, height=32, width=32, progress=False)
+    manifest = generate_to_disk(cads, jobs, tmp_path, batch_size=2, negative_prompt="a man", **settings)
+    assert (manifest["negative_prompt"] == "a man").all() and manifest["seed"].tolist() == jobs["seed"].tolist()
+    # the files are CADS's images under that negative prompt, generated directly; without it they differ
+    direct = cads.generate(jobs["prompt"].tolist(), jobs["seed"].tolist(), negative_prompt="a man", **settings)
+    without = cads.generate(jobs["prompt"].tolist(), jobs["seed"].tolist(), **settings)
+    on_disk = [np.asarray(Image.open(tmp_path / name)) for name in manifest["file"]]
+    assert all(np.array_equal(a, np.asarray(b)) for a, b in zip(on_disk, direct))
+    assert not any(np.array_equal(a, np.asarray(b)) for a, b in zip(on_disk, without))
 
 
 def test_model_ranking_orders_runs_by_vrbs_and_shows_the_published_value():

@@ -84,10 +84,13 @@ def distinct_foils(text: str, alternatives: Mapping[str, list[str]], k: int, rng
 
 
 def _distinct_large(rng: np.random.Generator, total: int, k: int) -> list[int]:
+    # uniform on [0, total) from total.bit_length() random bits, rejecting values past the end
+    # (fewer than half); a 62-bit draw modulo total would never reach the high-order words' digits
     chosen: list[int] = []
+    bits = total.bit_length()
     while len(chosen) < k:
-        candidate = int(rng.integers(0, 2**62)) % total
-        if candidate not in chosen:
+        candidate = int.from_bytes(rng.bytes((bits + 7) // 8), "little") >> (-bits % 8)
+        if candidate < total and candidate not in chosen:
             chosen.append(candidate)
     return chosen
 
