@@ -2,10 +2,8 @@
 computation: the slope interval's confidence, the toxic label, chat prompts, thread counts,
 story resumption, and the word-vector dispatch."""
 
-import json
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 
