@@ -142,3 +142,68 @@ def test_wilson_of_no_trials_is_nan_quietly_and_of_one_trial_is_scipys():
     for i, k in ((1, 0), (2, 1)):
         ci = stats.binomtest(k, 1).proportion_ci(0.95, method="wilson")
         assert (low[i], high[i]) == pytest.approx((ci.low, ci.high))
+
+
+# --------------------------------------------------------------------------- paired tests shared by the parts' controls
+
+
+@pytest.mark.parametrize("only_a, only_b, both", [(7, 2, 5), (2, 7, 0), (4, 4, 3), (0, 6, 1), (12, 1, 9)])
+def test_mcnemar_exact_equals_scipys_exact_binomial_test(only_a, only_b, both):
+    from scipy.stats import binomtest
+
+    from vlbias.stats import mcnemar_exact
+
+    a = np.array([True] * only_a + [False] * only_b + [True] * both + [False] * 3)
+    b = np.array([False] * only_a + [True] * only_b + [True] * both + [False] * 3)
+    result = mcnemar_exact(a, b)
+    assert (result["n"], result["a_only"], result["b_only"]) == (a.size, only_a, only_b)
+    assert result["p_mcnemar"] == pytest.approx(binomtest(only_a, only_a + only_b, 0.5).pvalue, rel=1e-12)
+
+
+def test_mcnemar_exact_without_discordant_items_and_unpaired_input():
+    from vlbias.stats import mcnemar_exact
+
+    assert mcnemar_exact([True, False, True], [True, False, True])["p_mcnemar"] == 1.0
+    with pytest.raises(ValueError, match="paired"):
+        mcnemar_exact([True, False], [True, False, True])
+
+
+def test_paired_accuracy_difference_resamples_items_together():
+    from vlbias.stats import paired_accuracy_difference
+
+    rng = np.random.default_rng(3)
+    a = rng.random(400) < 0.8
+    b = np.where(rng.random(400) < 0.9, a, ~a)  # b agrees with a on ~90% of the items
+    result = paired_accuracy_difference(a, b, n_bootstrap=4000, confidence=0.95, seed=1)
+    per_item = a.astype(float) - b.astype(float)
+    assert result["difference"] == pytest.approx(per_item.mean())
+    # large-sample check: the percentile interval is close to mean +/- z * sd / sqrt(n) of the paired differences
+    half = 1.959964 * per_item.std(ddof=0) / np.sqrt(per_item.size)
+    assert result["low"] == pytest.approx(per_item.mean() - half, abs=0.25 * half)
+    assert result["high"] == pytest.approx(per_item.mean() + half, abs=0.25 * half)
+    # identical answers: every paired resample differs by exactly 0 (unpaired resampling would not)
+    same = paired_accuracy_difference(a, a, n_bootstrap=500)
+    assert (same["difference"], same["low"], same["high"]) == (0.0, 0.0, 0.0)
+    narrow = paired_accuracy_difference(a, b, n_bootstrap=4000, confidence=0.5, seed=1)
+    assert result["low"] < narrow["low"] <= narrow["high"] < result["high"]
+
+
+def test_paired_accuracy_difference_empty_and_unpaired():
+    from vlbias.stats import paired_accuracy_difference
+
+    empty = paired_accuracy_difference([], [])
+    assert all(np.isnan(empty[key]) for key in ("difference", "low", "high"))
+    with pytest.raises(ValueError, match="paired 1-d"):
+        paired_accuracy_difference([1, 0, 1], [1, 0])
+
+
+def test_holm_adjust_by_hand():
+    from vlbias.stats import holm_adjust
+
+    # sorted: 0.005 x 4 = 0.02, 0.01 x 3 = 0.03, 0.03 x 2 = 0.06, 0.04 x 1 = 0.04 -> running max 0.06
+    np.testing.assert_allclose(holm_adjust([0.01, 0.04, 0.03, 0.005]), [0.03, 0.06, 0.06, 0.02])
+    # NaN (a test not run) stays NaN and does not count towards m = 2
+    np.testing.assert_allclose(holm_adjust([0.01, np.nan, 0.04]), [0.02, np.nan, 0.04])
+    np.testing.assert_allclose(holm_adjust([0.6, 0.7]), [1.0, 1.0])  # capped at 1
+    with pytest.raises(ValueError, match=r"p_values must lie in \[0, 1\]"):
+        holm_adjust([0.5, 1.5])

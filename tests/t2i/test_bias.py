@@ -234,3 +234,18 @@ def test_bootstrap_leaves_out_professions_without_a_person_quietly_and_passes_ex
     shares = compare_with_reference(generated_shares(labels, excluded=()), reference)
     assert everyone.loc["VRBS", "estimate"] == pytest.approx(bias_scores(shares)["VRBS"])
     assert everyone.loc["VRBS", "estimate"] != boot.loc["VRBS", "estimate"]
+
+
+def test_spearman_is_undefined_when_either_side_is_constant_and_scipys_otherwise():
+    from scipy.stats import spearmanr
+
+    from vlbias.t2i.bias import spearman
+
+    varied, other = [0.1, 0.9, 0.4, 0.6], [0.2, 0.8, 0.7, 0.3]
+    for p, q in (([0.5] * 4, varied), (varied, [0.5] * 4), ([0.0] * 4, [1.0] * 4)):
+        rho, p_value = spearman(p, q)
+        assert np.isnan(rho) and np.isnan(p_value)
+    # a spread of exactly 1 (shares 0 and 1) is not constant
+    for p, q in ((varied, other), ([0.0, 1.0, 0.5, 0.25], other), (other, [1.0, 0.0, 0.5, 0.75])):
+        expected = spearmanr(p, q)
+        assert spearman(p, q) == pytest.approx((expected.statistic, expected.pvalue))
