@@ -207,3 +207,30 @@ def test_holm_adjust_by_hand():
     np.testing.assert_allclose(holm_adjust([0.6, 0.7]), [1.0, 1.0])  # capped at 1
     with pytest.raises(ValueError, match=r"p_values must lie in \[0, 1\]"):
         holm_adjust([0.5, 1.5])
+
+
+def test_paired_tests_on_0_1_integers_one_item_and_edges():
+    from vlbias.stats import holm_adjust, mcnemar_exact, paired_accuracy_difference
+
+    # 0/1 integers are answers too (bitwise ~ on integers would miscount)
+    ints = mcnemar_exact([1, 1, 0, 1, 0], [0, 1, 1, 0, 0])
+    assert (ints["a_only"], ints["b_only"]) == (2, 1)
+    one = paired_accuracy_difference([1], [0])
+    assert (one["difference"], one["low"], one["high"]) == (1.0, 1.0, 1.0)
+    # the only discordant item is the first: resamples must be able to draw it
+    first = paired_accuracy_difference([1, 0, 0, 0, 0], [0, 0, 0, 0, 0], n_bootstrap=2000)
+    assert first["high"] > 0
+    # seeded: the default seed is 0, and a seed reproduces
+    a, b = np.array([1, 0, 1, 1, 0, 1, 0, 1] * 5), np.array([1, 1, 0, 1, 0, 0, 0, 1] * 5)
+    assert paired_accuracy_difference(a, b) == paired_accuracy_difference(a, b, seed=0)
+    assert paired_accuracy_difference(a, b, seed=7) == paired_accuracy_difference(a, b, seed=7)
+    # confidence 0.5: close to mean +/- 0.674 sd/sqrt(n) (a wrong tail would be far wider)
+    rng = np.random.default_rng(5)
+    x, y = rng.random(600) < 0.7, rng.random(600) < 0.6
+    d = x.astype(float) - y.astype(float)
+    half = 0.67449 * d.std() / np.sqrt(d.size)
+    narrow = paired_accuracy_difference(x, y, n_bootstrap=8000, confidence=0.5, seed=2)
+    assert narrow["high"] - narrow["low"] == pytest.approx(2 * half, rel=0.15)
+    # p-values of exactly 0 and 1 are valid
+    np.testing.assert_allclose(holm_adjust([0.0, 1.0, 0.2]), [0.0, 1.0, 0.4])
+

@@ -249,3 +249,14 @@ def test_spearman_is_undefined_when_either_side_is_constant_and_scipys_otherwise
     for p, q in ((varied, other), ([0.0, 1.0, 0.5, 0.25], other), (other, [1.0, 0.0, 0.5, 0.75])):
         expected = spearmanr(p, q)
         assert spearman(p, q) == pytest.approx((expected.statistic, expected.pvalue))
+
+
+def test_spearman_on_a_constant_side_does_not_warn():
+    import warnings
+
+    from vlbias.t2i.bias import spearman
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(spearman([0.5] * 4, [0.1, 0.9, 0.4, 0.6])[0])
+        assert np.isnan(spearman([0.1, 0.9, 0.4, 0.6], [0.5] * 4)[0])
