@@ -37,6 +37,7 @@ def profile_banner(profile: str, details: str = "", models: str = "random") -> "
 
     if models not in ("random", "real"):
         raise ValueError(f"models must be 'random' or 'real', got {models!r}")
+    show_headers_in_words()  # every page calls this first: its tables then read in words
     details = html.escape(details or "see the parameters cell")
     if profile == "demo" and models == "random":
         kind, title, body = "warning", "Demo output: not real results", _DEMO_RANDOM.format(details=details)
@@ -108,7 +109,29 @@ def column_in_words(name: str) -> str:
         return name
     if name in COLUMN_WORDS:
         return COLUMN_WORDS[name]
-    return name.replace("_%", " (%)").replace("_", " ").strip()
+    return name.replace("_%", " (%)").replace("_pp", " (pp)").replace("_", " ").strip()
+
+
+def headers_in_words(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with its column and index names in words (:func:`column_in_words`), values untouched."""
+    shown = table.rename(columns=column_in_words)
+    shown.index = shown.index.set_names([column_in_words(name) for name in shown.index.names])
+    shown.columns = shown.columns.set_names([column_in_words(name) for name in shown.columns.names])
+    return shown
+
+
+def show_headers_in_words() -> None:
+    """In a running IPython kernel, show every DataFrame with its headers in words (``gap_pp`` ->
+    ``gap (pp)``): display only, the DataFrame itself keeps its names. Outside IPython, nothing."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    shell.display_formatter.formatters["text/html"].for_type(
+        pd.DataFrame, lambda table: headers_in_words(table)._repr_html_())
 
 
 def readable(table: pd.DataFrame, decimals: int = 1, confidence: float = 0.95) -> pd.DataFrame:

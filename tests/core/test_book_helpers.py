@@ -62,3 +62,24 @@ def test_readable_puts_headers_in_words_and_joins_each_interval():
     assert book.column_in_words("published accuracy_% (paper)") == "published accuracy (%) (paper)"
     fractions = pd.DataFrame({"ci_low": [0.1, float("nan")], "ci_high": [0.3, 0.2]})
     assert book.readable(fractions, decimals=2, confidence=0.9).to_dict("list") == {"90% CI": ["[0.10, 0.30]", ""]}
+
+
+def test_pages_show_every_dataframe_with_headers_in_words():
+    import pandas as pd
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from vlbias import book
+
+    table = pd.DataFrame({"gap_pp": [1.5], "ci_low": [0.2], "unmarked_%": [40.0], "spearman_rho": [0.9]},
+                         index=pd.Index(["a"], name="seed_min"))
+    worded = book.headers_in_words(table)
+    assert list(worded.columns) == ["gap (pp)", "ci low", "unmarked (%)", "Spearman's ρ"]
+    assert worded.index.name == "seed min" and list(table.columns)[0] == "gap_pp"  # the data keep their names
+    shell = InteractiveShell.instance()
+    try:
+        book.profile_banner("demo")
+        html = shell.display_formatter.format(table)[0]["text/html"]
+        assert "gap (pp)" in html and "gap_pp" not in html and "seed min" in html
+    finally:
+        shell.display_formatter.formatters["text/html"].pop(pd.DataFrame, None)
+        InteractiveShell.clear_instance()
