@@ -88,6 +88,8 @@ def failures_box(failures: pd.DataFrame, what: str = "models") -> "object":
                     f"{html.escape(str(row.error))}</li>" for row in failures.itertuples())
     return HTML(f'<div class="admonition warning"><p class="admonition-title">{len(failures)} of the {what} '
                 f'failed; their rows are missing below</p><ul>{items}</ul></div>')
+
+
 #: column names of vlbias tables, in words for a reader (others: underscores become spaces)
 COLUMN_WORDS = {
     "f1": "F1", "detection_auroc": "detection AUROC", "mean_margin": "mean margin",
@@ -149,10 +151,7 @@ def readable(table: pd.DataFrame, decimals: int = 1, confidence: float = 0.95) -
             position = shown.columns.get_loc(low)
             shown = shown.drop(columns=[low, high])
             shown.insert(position, label.format(level=level), merged)
-    shown.columns = [column_in_words(c) for c in shown.columns]
-    if shown.index.name:
-        shown.index.name = column_in_words(shown.index.name)
-    return shown
+    return headers_in_words(shown)
 
 
 # --------------------------------------------------------------------------- figure captions
