@@ -33,6 +33,8 @@ def run_notebook(tmp_path):
     import json
     from pathlib import Path
 
+    from vlbias import book
+
     notebooks = Path(__file__).resolve().parents[1] / "notebooks"
 
     def run(name: str, **parameters):
@@ -45,6 +47,8 @@ def run_notebook(tmp_path):
         outputs = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
         html = "".join("".join(o.get("data", {}).get("text/html", "")) for o in outputs)
         text = "".join("".join(o.get("text", "")) for o in outputs)
+        coded = book.code_style_headers(html)
+        assert not coded, f"{name}: table headers in code style, not words: {coded}"
         return html, text, sum("image/png" in o.get("data", {}) for o in outputs)
 
     return run

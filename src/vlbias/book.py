@@ -9,6 +9,7 @@ import re
 from importlib import resources
 
 import pandas as pd
+from pandas.io.formats.style import Styler
 
 _DEMO_RANDOM = (
     "This page was executed in the <b>demo profile</b>. Its numbers come from "
@@ -26,7 +27,7 @@ _DEMO_REAL = (
 )
 
 
-def profile_banner(profile: str, details: str = "", models: str = "random") -> "object":
+def profile_banner(profile: str, details: str = "", models: str = "random") -> object:
     """An admonition stating where this page's numbers come from; display it near the top.
 
     ``models`` says what the demo profile ran: ``"random"`` (tiny random models, fixtures) or
@@ -77,7 +78,7 @@ def beside_published(ours: pd.DataFrame, published_table: pd.DataFrame, measure:
     return result
 
 
-def failures_box(failures: pd.DataFrame, what: str = "models") -> "object":
+def failures_box(failures: pd.DataFrame, what: str = "models") -> object:
     """A visible warning box listing the models that failed to load or run (``failures`` from
     :func:`vlbias.models.for_each_model`), with their reasons; an empty note when none failed."""
     from IPython.display import HTML
@@ -132,8 +133,27 @@ def show_headers_in_words() -> None:
     shell = get_ipython()
     if shell is None:
         return
-    shell.display_formatter.formatters["text/html"].for_type(
-        pd.DataFrame, lambda table: headers_in_words(table)._repr_html_())
+    html_formatter = shell.display_formatter.formatters["text/html"]
+    html_formatter.for_type(pd.DataFrame, lambda table: headers_in_words(table)._repr_html_())
+    html_formatter.for_type(Styler, lambda styler: styler_in_words(styler)._repr_html_())
+
+
+def styler_in_words(styler: Styler) -> Styler:
+    """A copy of ``styler`` whose column labels and index names read in words; its formats,
+    captions and hidden parts are kept (they refer to the data's own names, which do not change)."""
+    shown = copy.deepcopy(styler)
+    shown.format_index(column_in_words, axis="columns")  # every level of the column labels
+    shown.format_index_names(column_in_words, axis="index")
+    shown.format_index_names(column_in_words, axis="columns")
+    return shown
+
+
+def code_style_headers(page_html: str) -> list[str]:
+    """The column headers of the tables in ``page_html`` still written as code (with an underscore),
+    each once; row labels (the values of an index) are not headers and are not looked at."""
+    heads = re.findall(r"<thead>.*?</thead>", page_html, flags=re.DOTALL)
+    found = [text.strip() for head in heads for text in re.findall(r"<th[^>]*>([^<]*_[^<]*)</th>", head)]
+    return sorted(set(found))
 
 
 def readable(table: pd.DataFrame, decimals: int = 1, confidence: float = 0.95) -> pd.DataFrame:

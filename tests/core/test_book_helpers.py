@@ -80,6 +80,21 @@ def test_pages_show_every_dataframe_with_headers_in_words():
         book.profile_banner("demo")
         html = shell.display_formatter.format(table)[0]["text/html"]
         assert "gap (pp)" in html and "gap_pp" not in html and "seed min" in html
+        styled = table.style.format({"gap_pp": "{:+.2f}"}).hide(axis="columns", subset=["ci_low"])
+        styled_html = shell.display_formatter.format(styled)[0]["text/html"]
+        assert "gap (pp)" in styled_html and "+1.50" in styled_html  # the format keyed by the data's name holds
+        assert "gap_pp" not in styled_html and "seed min" in styled_html and "ci low" not in styled_html
+        assert "Spearman's ρ" in styled_html and list(styled.data.columns)[0] == "gap_pp"
+        wide = pd.DataFrame([[1.0, 2.0]], columns=pd.MultiIndex.from_tuples([("unmarked_%", "race"), ("ci_low_%", "race")],
+                                                                             names=["measure_name", "family_name"]))
+        wide_html = shell.display_formatter.format(wide.style.format(precision=1))[0]["text/html"]
+        assert "unmarked (%)" in wide_html and "measure name" in wide_html
+        assert book.code_style_headers(wide_html) == []
+        assert book.code_style_headers(table._repr_html_()) == ["ci_low", "gap_pp", "seed_min", "spearman_rho",
+                                                                 "unmarked_%"]
+        row_labels = pd.DataFrame({"n": [1]}, index=["software_engineer"])._repr_html_()
+        assert "software_engineer" in row_labels and book.code_style_headers(row_labels) == []  # values, not headers
     finally:
         shell.display_formatter.formatters["text/html"].pop(pd.DataFrame, None)
+        shell.display_formatter.formatters["text/html"].pop(type(table.style), None)
         InteractiveShell.clear_instance()

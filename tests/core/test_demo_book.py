@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from vlbias import book
+
 REPO = Path(__file__).resolve().parents[2]
 GUARD = Path(__file__).resolve().parents[1] / "network_guard"
 
@@ -86,6 +88,7 @@ def test_demo_book_builds_offline(demo_build):
         assert "Demo output: not real results" in text or "Demo output: small models and samples" in text, name
         assert "Traceback" not in text and "Error" not in text.split("</h1>")[0], name
         assert "<img" in text, f"{name}: no figure"
+        assert not book.code_style_headers(text), f"{name}: headers in code style {book.code_style_headers(text)}"
     assert list((html / "_images").glob("*.png")), "no figure images in the book"
 
 

@@ -18,5 +18,5 @@ def test_self_similarity_notebook_runs_on_the_fixture(run_notebook):
 def test_markedness_notebook_runs_on_the_fixture(run_notebook):
     html, _, images = run_notebook("01b_markedness", **COMMON, balance=True, prompt_prefixes=["a photo of", "a picture of"])
     assert "Demo output" in html and images >= 5
-    for caption in ("Figure 4", "Figure 8", "Figure 11", "balanced_%", "published % (paper)"):
+    for caption in ("Figure 4", "Figure 8", "Figure 11", "balanced (%)", "published % (paper)"):
         assert caption in html
