@@ -19,7 +19,6 @@ notebooks and ``make book`` never need it.
 
 from __future__ import annotations
 
-import ast
 import math
 import os
 import sys
@@ -90,16 +89,9 @@ class Work:
 def notebook_parameters(notebook: Path, given: dict[str, Any]) -> dict[str, Any]:
     """The notebook's parameter defaults (its ``parameters`` cell), overridden by ``given``: what the
     notebook will run with, so that keys, jobs and settings here equal the notebook's."""
-    import papermill
+    from .runner import parameter_defaults
 
-    values = {}
-    for name, info in papermill.inspect_notebook(str(notebook)).items():
-        try:
-            values[name] = ast.literal_eval(info["default"])
-        except (ValueError, SyntaxError):  # an expression: only the profile can give it
-            pass
-    values.update(given)
-    return values
+    return {**parameter_defaults(notebook), **given}
 
 
 def _from_notebooks(folder, notebooks_dir: Path):

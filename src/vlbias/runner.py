@@ -113,8 +113,8 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     return key.strip(), parsed
 
 
-def declared_parameters(notebook: Path) -> set[str]:
-    """Names assigned at the top level of the cell tagged ``parameters``.
+def _parameter_assignments(notebook: Path) -> list:
+    """The top-level assignments of the cell tagged ``parameters``, as ``(name, value node)``.
 
     Read with Python's own parser: papermill's line reader skips any line with a second ``=``
     (``spec = "trained:world-clip?seed=1"``), and importing papermill here would cost the runner
@@ -125,13 +125,34 @@ def declared_parameters(notebook: Path) -> set[str]:
     cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
     sources = ["".join(c.get("source", "")) for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     if not sources:
-        return set()
-    names = set()
+        return []
+    found = []
     for statement in ast.parse(sources[0]).body:
         targets = statement.targets if isinstance(statement, ast.Assign) else (
             [statement.target] if isinstance(statement, ast.AnnAssign) else [])
-        names.update(target.id for target in targets if isinstance(target, ast.Name))
-    return names
+        found += [(target.id, statement.value) for target in targets if isinstance(target, ast.Name)]
+    return found
+
+
+def declared_parameters(notebook: Path) -> set[str]:
+    """Names assigned at the top level of the cell tagged ``parameters``."""
+    return {name for name, _ in _parameter_assignments(notebook)}
+
+
+def parameter_defaults(notebook: Path) -> dict[str, Any]:
+    """The parameters cell's values that are literals (``"a"``, ``[1, 2]``, ``{"k": 1.0}``); a name
+    given by an expression is left out: only a profile or ``--set`` can give it from outside."""
+    import ast
+
+    defaults = {}
+    for name, value in _parameter_assignments(notebook):
+        if value is None:  # a bare annotation, ``n: int``: no value to take
+            continue
+        try:
+            defaults[name] = ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError):
+            defaults.pop(name, None)  # a later expression replaces an earlier literal
+    return defaults
 
 
 def resolve_profile(root: Path, profile: str) -> tuple[str, Path]:

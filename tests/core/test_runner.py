@@ -228,3 +228,17 @@ def test_declared_parameters_are_papermills_and_survive_an_equals_sign_in_a_stri
     path = tmp_path / "p.ipynb"
     path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     assert declared_parameters(path) == {"spec", "n", "sizes"}
+
+
+def test_parameter_defaults_read_literals_papermill_cannot_and_leave_out_expressions(tmp_path):
+    import json
+
+    from vlbias.runner import parameter_defaults
+
+    cell = {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "outputs": [], "execution_count": None,
+            "source": ['spec = "trained:world-clip?seed=1&epochs=2"  # papermill skips this line\n', "n: int = 3\n",
+                       "width: int\n", "sizes = [1,\n         2]\n", "folder = str(n) + 'x'\n",
+                       "scale = 2.0\n", "scale = scale * 2\n"]}
+    path = tmp_path / "p.ipynb"
+    path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    assert parameter_defaults(path) == {"spec": "trained:world-clip?seed=1&epochs=2", "n": 3, "sizes": [1, 2]}
