@@ -7,16 +7,18 @@ import hashlib
 import json
 import multiprocessing
 import os
+import pickle
 import signal
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from filelock import FileLock, Timeout
 from PIL import Image
 
 from vlbias import cache
-from vlbias.cache import compute_chunked, entry_dir, key_hash
+from vlbias.cache import CacheLockTimeout, compute_chunked, entry_dir, key_hash, lock_wait
 from vlbias.data import load_dataset
 from vlbias.embeddings import embed_images, embed_texts
 from vlbias.models.base import ImageTextModel
@@ -24,8 +26,9 @@ from vlbias.models.base import ImageTextModel
 
 @pytest.fixture(autouse=True)
 def own_cache(tmp_path, monkeypatch):
-    """Each test starts from an empty cache."""
+    """Each test starts from an empty cache; a lock nobody releases fails the test within seconds."""
     monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("VLBIAS_CACHE_LOCK_TIMEOUT", "5")
     return tmp_path / "cache"
 
 
@@ -465,3 +468,92 @@ def test_an_unwritable_cache_root_names_the_variable_that_moves_it(monkeypatch, 
     monkeypatch.setattr(Path, "mkdir", denied)
     with pytest.raises(PermissionError, match=f"Cannot write to {tmp_path / 'shared-cache'}: .*VLBIAS_CACHE_DIR"):
         compute_chunked(KEY, 3, Counting(_table(3)), chunk_size=2, progress=False)
+
+
+# --------------------------------------------------------------------------- locks
+
+LOCK_KEY = {"what": "lock-test"}
+
+
+def _lock_rows(start, stop):
+    return np.arange(start, stop, dtype=np.float64)[:, None] * np.array([1.0, 3.0])
+
+
+def _hold(lock_file, held, release):
+    """Another process: hold ``lock_file`` until told to let go."""
+    with FileLock(lock_file):
+        held.set()
+        release.wait(30)
+
+
+@pytest.fixture
+def other_process_holding():
+    """``hold(path)``: a second process takes the lock at ``path`` and keeps it for the test."""
+    context, children = multiprocessing.get_context("fork"), []
+
+    def hold(lock_file):
+        held, release = context.Event(), context.Event()
+        child = context.Process(target=_hold, args=(str(lock_file), held, release))
+        child.start()
+        assert held.wait(30), "the other process never took the lock"
+        children.append((child, release))
+        return release
+
+    yield hold
+    for child, release in children:
+        release.set()
+        child.join(30)
+
+
+def test_unset_or_empty_waits_as_long_as_it_takes_and_a_number_is_seconds(monkeypatch):
+    monkeypatch.delenv("VLBIAS_CACHE_LOCK_TIMEOUT")
+    assert lock_wait() == -1                    # filelock's "forever": what users get by default
+    monkeypatch.setenv("VLBIAS_CACHE_LOCK_TIMEOUT", " ")
+    assert lock_wait() == -1
+    for text, seconds in (("0", 0.0), ("2.5", 2.5), (" 30 ", 30.0)):
+        monkeypatch.setenv("VLBIAS_CACHE_LOCK_TIMEOUT", text)
+        assert lock_wait() == seconds
+
+
+@pytest.mark.parametrize("text", ["soon", "-1", "nan", "inf"])
+def test_a_bad_lock_timeout_names_the_variable(monkeypatch, text):
+    monkeypatch.setenv("VLBIAS_CACHE_LOCK_TIMEOUT", text)
+    with pytest.raises(ValueError, match=rf"VLBIAS_CACHE_LOCK_TIMEOUT='{text}': expected a number of seconds >= 0"):
+        compute_chunked(LOCK_KEY, 4, _lock_rows, chunk_size=2, progress=False)
+
+
+def test_a_chunk_another_process_keeps_locked_times_out_naming_the_lock(monkeypatch, other_process_holding):
+    compute_chunked(LOCK_KEY, 6, _lock_rows, chunk_size=2, progress=False)
+    victim = entry_dir(LOCK_KEY) / "chunk_000001.npz"
+    victim.unlink()                                        # to be recomputed, but someone holds its lock
+    release = other_process_holding(victim.with_suffix(".lock"))
+    monkeypatch.setenv("VLBIAS_CACHE_LOCK_TIMEOUT", "0.3")
+    began = time.monotonic()
+    with pytest.raises(CacheLockTimeout) as caught:
+        compute_chunked(LOCK_KEY, 6, _lock_rows, chunk_size=2, progress=False)
+    assert 0.3 <= time.monotonic() - began < 20
+    message = str(caught.value)
+    assert isinstance(caught.value, Timeout) and caught.value.lock_file == str(victim.with_suffix(".lock"))
+    assert message.startswith(f"Waited 0.3 s (VLBIAS_CACHE_LOCK_TIMEOUT) for the cache lock {victim.with_suffix('.lock')}")
+    assert "another process is writing this cache entry" in message
+    assert f"the lock is stale: delete {victim.with_suffix('.lock')} and rerun" in message
+    assert sorted(p.name for p in entry_dir(LOCK_KEY).glob("*.npz")) == ["chunk_000000.npz", "chunk_000002.npz"]
+    release.set()                                          # once it lets go, the chunk is computed
+    np.testing.assert_array_equal(compute_chunked(LOCK_KEY, 6, _lock_rows, chunk_size=2, progress=False), _lock_rows(0, 6))
+
+
+def test_an_entry_lock_another_process_keeps_times_out_naming_it(monkeypatch, other_process_holding):
+    directory = entry_dir(LOCK_KEY)
+    directory.mkdir(parents=True)
+    other_process_holding(directory / ".lock")
+    monkeypatch.setenv("VLBIAS_CACHE_LOCK_TIMEOUT", "0")
+    with pytest.raises(CacheLockTimeout, match=rf"Waited 0 s .* cache lock {directory / '.lock'}: another process"):
+        compute_chunked(LOCK_KEY, 6, _lock_rows, chunk_size=2, progress=False)
+    assert not (directory / "meta.json").exists()
+
+
+def test_the_error_survives_pickling_to_a_worker_and_back():
+    error = pickle.loads(pickle.dumps(CacheLockTimeout("/cache/x/.lock", 2.0)))
+    assert isinstance(error, CacheLockTimeout) and error.lock_file == "/cache/x/.lock" and error.seconds == 2.0
+    assert str(error).startswith("Waited 2 s (VLBIAS_CACHE_LOCK_TIMEOUT) for the cache lock /cache/x/.lock")
+    assert cache.LOCK_TIMEOUT_VARIABLE == "VLBIAS_CACHE_LOCK_TIMEOUT"

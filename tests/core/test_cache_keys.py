@@ -13,6 +13,7 @@ from vlbias.embeddings import embed_images, embed_texts
 @pytest.fixture(autouse=True)
 def own_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("VLBIAS_CACHE_LOCK_TIMEOUT", "5")   # a lock nobody releases fails fast
 
 
 class SeededEncoder:
