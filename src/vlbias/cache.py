@@ -242,7 +242,8 @@ def read_chunk(path: Path, start: int, stop: int) -> tuple[np.ndarray | None, st
     A missing file is ``(None, None)``: not damage, just not computed yet.
     """
     try:
-        with np.load(path, allow_pickle=False) as stored:
+        # our own handle: np.load leaves the file open when a damaged one fails to open as a zip
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as stored:
             rows, recorded = stored["rows"], (int(stored["start"]), int(stored["stop"]))
             checksum = str(stored["sha256"])
     except FileNotFoundError:

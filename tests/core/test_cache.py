@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import gc
 import hashlib
 import json
 import multiprocessing
@@ -126,9 +127,19 @@ def _flip_bytes(path, offset, count=64):
     path.write_bytes(bytes(raw))
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty", "pickled-object", "wrong-rows",
-                                    "flipped-bytes", "chunk-0-copied-over", "rows-rewritten"])
-def test_damaged_chunk_is_recomputed_with_a_warning_naming_it(damage):
+@pytest.mark.parametrize("damage, reason", [
+    ("truncate", r"unreadable \(BadZipFile: "),
+    ("garbage", r"unreadable \(ValueError: This file contains pickled"),  # numpy refuses to unpickle it
+    ("empty", r"unreadable \(EOFError: "),
+    ("pickled-object", r"unreadable \(ValueError: Object arrays cannot be loaded when allow_pickle=False\)"),
+    ("wrong-rows", r"unreadable \(KeyError: 'start "),
+    ("flipped-bytes", r"unreadable \(BadZipFile: Bad CRC-32"),
+    ("chunk-0-copied-over", r"holds rows 0\.\.10, not 10\.\.20"),
+    ("rows-rewritten", r"its checksum does not match its contents"),
+    ("too-few-rows", r"holds 3 rows, not 10"),
+    ("scalar-rows", r"holds 0 rows, not 10"),
+])
+def test_damaged_chunk_is_recomputed_with_a_warning_naming_it(damage, reason):
     data = _table(30)
     compute_chunked(KEY, 30, Counting(data), chunk_size=10, progress=False)
     victim = entry_dir(KEY) / "chunk_000001.npz"
@@ -151,9 +162,14 @@ def test_damaged_chunk_is_recomputed_with_a_warning_naming_it(damage):
         with np.load(victim) as stored:
             parts = dict(stored)
         np.savez(victim, **dict(parts, rows=parts["rows"] + 1))
+    elif damage in ("too-few-rows", "scalar-rows"):  # a whole file, for rows 10..20, checksum right
+        few = data[10:13] if damage == "too-few-rows" else np.float32(7)
+        victim.write_bytes(cache.chunk_bytes(few, 10, 20))
     rerun = Counting(data)
-    with pytest.warns(cache.CacheWarning, match="chunk_000001.npz.*recomputing rows 10..20"):
+    with pytest.warns(cache.CacheWarning, match=f"chunk_000001.npz: {reason}.*; recomputing rows 10..20.$") as caught:
         result = compute_chunked(KEY, 30, rerun, chunk_size=10, progress=False)
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)], "a damaged file is closed too"
     np.testing.assert_array_equal(result, data)
     assert rerun.calls == [(10, 20)]
     np.testing.assert_array_equal(_rows(victim), data[10:20])
@@ -192,6 +208,36 @@ def test_keys_directories_and_no_pickles(own_cache):
         assert _rows(chunk).dtype == np.float32
         assert chunk.stat().st_mode & 0o777 == cache.FILE_MODE, "readable by whoever shares the cache"
     assert {p.name for p in files} - {c.name for c in chunks} == {"meta.json", ".lock"}
+
+
+def test_cache_files_get_the_mode_open_gives_a_new_file(own_cache, tmp_path):
+    compute_chunked(KEY, 12, Counting(_table(12)), chunk_size=5, progress=False)
+    with open(tmp_path / "plain", "w"):
+        pass
+    plain_mode = (tmp_path / "plain").stat().st_mode & 0o777
+    for path in [*entry_dir(KEY).glob("chunk_*.npz"), entry_dir(KEY) / "meta.json"]:
+        assert path.stat().st_mode & 0o777 == plain_mode
+    previous = os.umask(0o027)                   # reading the umask must leave it as it was
+    try:
+        assert cache._umask() == 0o027 and os.umask(0o027) == 0o027
+    finally:
+        os.umask(previous)
+
+
+def test_files_are_written_under_a_hidden_temporary_name_in_their_own_folder(monkeypatch):
+    renamed, real_replace = [], os.replace
+
+    def recording(source, target):
+        renamed.append((Path(source), Path(target)))
+        real_replace(source, target)
+
+    monkeypatch.setattr(cache.os, "replace", recording)
+    compute_chunked(KEY, 12, Counting(_table(12)), chunk_size=5, progress=False)
+    assert sorted(target.name for _, target in renamed) == ["chunk_000000.npz", "chunk_000001.npz",
+                                                             "chunk_000002.npz", "meta.json", "meta.json"]
+    for source, target in renamed:  # one folder: the rename is atomic (no copy across file systems)
+        assert source.parent == target.parent == entry_dir(KEY)
+        assert source.name.startswith(f".{target.name}.") and source.name.endswith(".tmp"), source.name
 
 
 def test_cache_false_writes_nothing(own_cache):
@@ -287,10 +333,23 @@ def test_meta_that_disagrees_with_its_chunks_invalidates_the_entry():
     np.testing.assert_array_equal(compute_chunked(KEY, 30, Counting(data), chunk_size=10, progress=False), data)
 
 
+def test_meta_is_checked_against_whichever_chunk_is_left():
+    data = _table(30)
+    compute_chunked(KEY, 30, Counting(data), chunk_size=10, progress=False)
+    for index in (0, 2):                        # only chunk 1 (rows 10..20) is left to contradict meta
+        (entry_dir(KEY) / f"chunk_00000{index}.npz").unlink()
+    meta_file = entry_dir(KEY) / "meta.json"
+    meta_file.write_text(json.dumps(dict(json.loads(meta_file.read_text()), dim=[7])))
+    rerun = Counting(data)
+    with pytest.warns(cache.CacheWarning, match=r"says rows of shape \[7\] .* but its chunks hold \[5\] and <f4"):
+        np.testing.assert_array_equal(compute_chunked(KEY, 30, rerun, chunk_size=10, progress=False), data)
+    assert len(rerun.calls) == 3                # the entry is started afresh: chunk 1 too
+
+
 def test_compute_fn_that_changes_layout_under_one_key_names_the_entry():
     compute_chunked(KEY, 20, Counting(_table(20)), chunk_size=10, progress=False)
     (entry_dir(KEY) / "chunk_000001.npz").unlink()
-    with pytest.raises(ValueError, match=f"{entry_dir(KEY)}.*Bump the version"):
+    with pytest.raises(ValueError, match=f"{entry_dir(KEY)}.*Bump the version in the key, or delete that folder.$"):
         compute_chunked(KEY, 20, Counting(_table(20, dim=6)), chunk_size=10, progress=False)
 
 
@@ -383,6 +442,14 @@ def test_full_disk_says_so_with_the_path_and_the_size_needed(monkeypatch):
     resumed = Counting(data)  # space freed: the run resumes after the chunk that was written
     np.testing.assert_array_equal(compute_chunked(KEY, 3000, resumed, chunk_size=1000, progress=False), data)
     assert resumed.calls == [(1000, 2000), (2000, 3000)]
+
+
+@pytest.mark.parametrize("needed, said", [(100, "1 KiB"), (1536, "2 KiB"), (2**20 - 1, "1024 KiB"),
+                                           (2**20, "1.0 MiB"), (3 * 2**19, "1.5 MiB"), (5 * 2**30, "5,120.0 MiB")])
+def test_a_full_disk_names_the_space_needed_in_kib_or_mib(tmp_path, needed, said):
+    with pytest.raises(OSError, match=f"No space left on device while writing {tmp_path}; it needs about {said} more"):
+        with cache.explained_write_errors(tmp_path, needed):
+            raise OSError(errno.ENOSPC, "No space left on device")
 
 
 def test_numpy_short_write_is_reported_as_a_full_disk(monkeypatch):
@@ -479,21 +546,21 @@ def _lock_rows(start, stop):
     return np.arange(start, stop, dtype=np.float64)[:, None] * np.array([1.0, 3.0])
 
 
-def _hold(lock_file, held, release):
-    """Another process: hold ``lock_file`` until told to let go."""
+def _hold(lock_file, held, release, patience):
+    """Another process: hold ``lock_file`` until told to let go (or ``patience`` seconds passed)."""
     with FileLock(lock_file):
         held.set()
-        release.wait(30)
+        release.wait(patience)
 
 
 @pytest.fixture
 def other_process_holding():
-    """``hold(path)``: a second process takes the lock at ``path`` and keeps it for the test."""
+    """``hold(path)``: a second process takes the lock at ``path`` and keeps it until released."""
     context, children = multiprocessing.get_context("fork"), []
 
-    def hold(lock_file):
+    def hold(lock_file, patience=30):
         held, release = context.Event(), context.Event()
-        child = context.Process(target=_hold, args=(str(lock_file), held, release))
+        child = context.Process(target=_hold, args=(str(lock_file), held, release, patience))
         child.start()
         assert held.wait(30), "the other process never took the lock"
         children.append((child, release))
@@ -518,7 +585,8 @@ def test_unset_or_empty_waits_as_long_as_it_takes_and_a_number_is_seconds(monkey
 @pytest.mark.parametrize("text", ["soon", "-1", "nan", "inf"])
 def test_a_bad_lock_timeout_names_the_variable(monkeypatch, text):
     monkeypatch.setenv("VLBIAS_CACHE_LOCK_TIMEOUT", text)
-    with pytest.raises(ValueError, match=rf"VLBIAS_CACHE_LOCK_TIMEOUT='{text}': expected a number of seconds >= 0"):
+    with pytest.raises(ValueError, match=rf"^VLBIAS_CACHE_LOCK_TIMEOUT='{text}': expected a number of seconds >= 0 "
+                                         r"\(.*\), or unset it to wait as long as it takes$"):
         compute_chunked(LOCK_KEY, 4, _lock_rows, chunk_size=2, progress=False)
 
 
@@ -557,3 +625,23 @@ def test_the_error_survives_pickling_to_a_worker_and_back():
     assert isinstance(error, CacheLockTimeout) and error.lock_file == "/cache/x/.lock" and error.seconds == 2.0
     assert str(error).startswith("Waited 2 s (VLBIAS_CACHE_LOCK_TIMEOUT) for the cache lock /cache/x/.lock")
     assert cache.LOCK_TIMEOUT_VARIABLE == "VLBIAS_CACHE_LOCK_TIMEOUT"
+
+
+def test_the_first_pass_takes_the_chunks_nobody_else_is_computing(monkeypatch, other_process_holding):
+    monkeypatch.delenv("VLBIAS_CACHE_LOCK_TIMEOUT")      # the default: wait as long as it takes
+    directory = entry_dir(LOCK_KEY)
+    compute_chunked(LOCK_KEY, 6, _lock_rows, chunk_size=2, progress=False)
+    for chunk in directory.glob("chunk_*.npz"):
+        chunk.unlink()
+    release = other_process_holding(directory / "chunk_000000.lock", patience=10)
+    calls = []
+
+    def compute(start, stop):
+        calls.append((start, stop))
+        if stop == 6:  # the other process finishes chunk 0 (here: lets go of it) while we do the last one
+            release.set()
+        return _lock_rows(start, stop)
+
+    np.testing.assert_array_equal(compute_chunked(LOCK_KEY, 6, compute, chunk_size=2, progress=False),
+                                  _lock_rows(0, 6))
+    assert calls == [(2, 4), (4, 6), (0, 2)]             # chunk 0 only once its lock was free
