@@ -99,7 +99,8 @@ def test_results_equal_direct_computation_and_second_run_is_free():
     assert second.calls == []
     meta = json.loads((entry_dir(KEY) / "meta.json").read_text())
     assert meta["key_parts"] == KEY and meta["n_items"] == 23 and meta["chunk_size"] == 5
-    assert meta["dim"] == [5] and np.dtype(meta["dtype"]) == np.float32
+    assert meta == {"format": cache.CACHE_FORMAT, "key_parts": KEY, "n_items": 23, "chunk_size": 5, "dim": [5],
+                    "dtype": np.dtype(np.float32).str}
 
 
 def test_killed_run_resumes_with_only_the_missing_chunks():
@@ -138,6 +139,8 @@ def _flip_bytes(path, offset, count=64):
     ("rows-rewritten", r"its checksum does not match its contents"),
     ("too-few-rows", r"holds 3 rows, not 10"),
     ("scalar-rows", r"holds 0 rows, not 10"),
+    ("other-dtype", r"holds float64 rows of shape \[5\], the entry <f4 \[5\]"),
+    ("other-shape", r"holds float32 rows of shape \[5, 1\], the entry <f4 \[5\]"),
 ])
 def test_damaged_chunk_is_recomputed_with_a_warning_naming_it(damage, reason):
     data = _table(30)
@@ -165,6 +168,9 @@ def test_damaged_chunk_is_recomputed_with_a_warning_naming_it(damage, reason):
     elif damage in ("too-few-rows", "scalar-rows"):  # a whole file, for rows 10..20, checksum right
         few = data[10:13] if damage == "too-few-rows" else np.float32(7)
         victim.write_bytes(cache.chunk_bytes(few, 10, 20))
+    elif damage in ("other-dtype", "other-shape"):  # whole and checked, but not the entry's row layout
+        other = data[10:20].astype(np.float64) if damage == "other-dtype" else data[10:20, :, None]
+        victim.write_bytes(cache.chunk_bytes(other, 10, 20))
     rerun = Counting(data)
     with pytest.warns(cache.CacheWarning, match=f"chunk_000001.npz: {reason}.*; recomputing rows 10..20.$") as caught:
         result = compute_chunked(KEY, 30, rerun, chunk_size=10, progress=False)
@@ -173,6 +179,31 @@ def test_damaged_chunk_is_recomputed_with_a_warning_naming_it(damage, reason):
     np.testing.assert_array_equal(result, data)
     assert rerun.calls == [(10, 20)]
     np.testing.assert_array_equal(_rows(victim), data[10:20])
+
+
+def test_every_chunk_damaged_still_warns_about_each_one():
+    data = _table(30)
+    compute_chunked(KEY, 30, Counting(data), chunk_size=10, progress=False)
+    for chunk in entry_dir(KEY).glob("chunk_*.npz"):  # none left to confirm the row layout meta.json records
+        chunk.write_bytes(b"")
+    rerun = Counting(data)
+    with pytest.warns(cache.CacheWarning) as caught:
+        np.testing.assert_array_equal(compute_chunked(KEY, 30, rerun, chunk_size=10, progress=False), data)
+    assert sorted(str(w.message).split(": ")[0].rsplit("/", 1)[1] for w in caught) == \
+        ["chunk_000000.npz", "chunk_000001.npz", "chunk_000002.npz"]
+    assert len(rerun.calls) == 3
+
+
+def test_a_run_killed_before_recording_the_row_layout_keeps_its_chunk():
+    data = _table(30)
+    compute_chunked(KEY, 30, Counting(data), chunk_size=10, progress=False)
+    meta_file = entry_dir(KEY) / "meta.json"  # as left by a kill between chunk 0's rename and the meta update
+    meta_file.write_text(json.dumps(dict(json.loads(meta_file.read_text()), dim=None, dtype=None)))
+    (entry_dir(KEY) / "chunk_000002.npz").unlink()
+    rerun = Counting(data)
+    np.testing.assert_array_equal(compute_chunked(KEY, 30, rerun, chunk_size=10, progress=False), data)
+    assert rerun.calls == [(20, 30)]
+    assert json.loads(meta_file.read_text())["dim"] == [5]
 
 
 def test_mismatched_meta_recomputes_cleanly():
@@ -199,6 +230,9 @@ def test_keys_directories_and_no_pickles(own_cache):
     assert entry_dir(KEY) != entry_dir(other)
     assert key_hash({"b": 1, "a": [1, 2]}) == key_hash({"a": [1, 2], "b": 1})
     assert key_hash({"a": [1, 2]}) != key_hash({"a": [2, 1]})
+    # the folder names of existing caches: sha256 of sorted, unspaced, unescaped JSON
+    assert key_hash({"z": "café", "a": [1, {"y": None, "x": 2}]}) == hashlib.sha256(
+        '{"a":[1,{"x":2,"y":null}],"z":"café"}'.encode()).hexdigest()
     np.testing.assert_array_equal(compute_chunked(other, 12, Counting(data), chunk_size=5, progress=False), data * 2)
     files = [p for p in own_cache.rglob("*") if p.is_file()]
     assert not [p for p in files if p.suffix in {".pkl", ".pickle", ".tmp"}]
@@ -452,6 +486,20 @@ def test_a_full_disk_names_the_space_needed_in_kib_or_mib(tmp_path, needed, said
             raise OSError(errno.ENOSPC, "No space left on device")
 
 
+def test_full_disk_while_recording_the_row_layout_names_meta_json(monkeypatch):
+    real_fsync, written = os.fsync, []
+
+    def fills_up_after_two_files(descriptor):
+        if len(written) == 2:  # meta.json and chunk 0 fit; meta.json with its row shape does not
+            raise OSError(errno.ENOSPC, "No space left on device")
+        written.append(descriptor)
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(cache.os, "fsync", fills_up_after_two_files)
+    with pytest.raises(OSError, match=f"No space left on device while writing {entry_dir(KEY) / 'meta.json'}. Free"):
+        compute_chunked(KEY, 30, Counting(_table(30)), chunk_size=10, progress=False)
+
+
 def test_numpy_short_write_is_reported_as_a_full_disk(monkeypatch):
     def short_write(path, payload):
         raise OSError("16384 requested and 6112 written")
@@ -645,3 +693,41 @@ def test_the_first_pass_takes_the_chunks_nobody_else_is_computing(monkeypatch, o
     np.testing.assert_array_equal(compute_chunked(LOCK_KEY, 6, compute, chunk_size=2, progress=False),
                                   _lock_rows(0, 6))
     assert calls == [(2, 4), (4, 6), (0, 2)]             # chunk 0 only once its lock was free
+
+
+def _compute_slowly_once_told(go):
+    """Another process filling the entry: it takes chunk 0 first, and finishes it only once told."""
+    def compute(start, stop):
+        if start == 0:
+            go.wait(30)
+            time.sleep(0.3)  # meanwhile the first process waits for this chunk's lock
+        return _lock_rows(start, stop)
+
+    np.testing.assert_array_equal(compute_chunked(LOCK_KEY, 6, compute, chunk_size=2, progress=False),
+                                  _lock_rows(0, 6))
+
+
+def test_a_chunk_another_process_finished_while_we_waited_is_read_not_recomputed():
+    context = multiprocessing.get_context("fork")
+    go = context.Event()
+    other = context.Process(target=_compute_slowly_once_told, args=(go,))
+    other.start()
+    lock_file = entry_dir(LOCK_KEY) / "chunk_000000.lock"
+    for _ in range(3000):  # until it holds chunk 0 (the lock file appears)
+        if lock_file.exists():
+            break
+        time.sleep(0.01)
+    calls = []
+
+    def compute(start, stop):
+        calls.append((start, stop))
+        if stop == 6:
+            go.set()
+        return _lock_rows(start, stop)
+
+    np.testing.assert_array_equal(compute_chunked(LOCK_KEY, 6, compute, chunk_size=2, progress=False),
+                                  _lock_rows(0, 6))
+    other.join(30)
+    assert other.exitcode == 0
+    assert calls == [(2, 4), (4, 6)]  # chunk 0 came from the other process
+    assert not lock_file.exists()     # whoever finishes a chunk removes its lock file

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -126,12 +128,16 @@ def test_a_failed_write_raises_its_own_error_and_leaves_no_partial_files(tmp_pat
 
 
 def test_bad_arguments_and_the_empty_case():
-    with pytest.raises(ValueError, match="n_items must be >= 0"):
+    with pytest.raises(ValueError, match="^n_items must be >= 0 and chunk_size >= 1$"):
         compute_chunked({"what": "bad"}, -1, rows, chunk_size=5, progress=False)
     with pytest.raises(ValueError, match="chunk_size >= 1"):
         compute_chunked({"what": "bad"}, 10, rows, chunk_size=0, progress=False)
     empty = compute_chunked({"what": "empty"}, 0, rows, chunk_size=5, progress=False)
     assert empty.shape == (0, 3)                 # compute_fn(0, 0) says what "empty" looks like
+    calls = []
+    sliced = compute_chunked({"what": "empty"}, 0, lambda a, b: calls.append((a, b)) or rows(0, 9)[a:b],
+                             chunk_size=5, progress=False)
+    assert sliced.shape == (0, 3) and calls == [(0, 0)]
     np.testing.assert_array_equal(compute_chunked({"what": "ones"}, 3, rows, chunk_size=1, progress=False), rows(0, 3))
 
 
@@ -191,7 +197,7 @@ def test_progress_bar_shows_only_when_asked(capsys):
 
 
 def test_only_chunks_writes_the_selected_chunks_that_a_plain_call_then_reads(tmp_path):
-    from vlbias.cache import entry_dir, only_chunks
+    from vlbias.cache import CACHE_FORMAT, entry_dir, only_chunks
 
     key, calls = {"what": "selected-chunks"}, []
 
@@ -199,6 +205,10 @@ def test_only_chunks_writes_the_selected_chunks_that_a_plain_call_then_reads(tmp
         calls.append((start, stop))
         return rows(start, stop)
 
+    with only_chunks([]) as probe:                    # a probe of a new entry records its sizes
+        compute_chunked(key, 17, counted, chunk_size=4, progress=False)
+    assert json.loads((entry_dir(key) / "meta.json").read_text()) == {
+        "format": CACHE_FORMAT, "key_parts": key, "n_items": 17, "chunk_size": 4, "dim": None, "dtype": None}
     with only_chunks([3, 0, -1, 5]) as selection:     # -1 and 5 (past the last chunk, 4) are ignored
         compute_chunked(key, 17, counted, chunk_size=4, progress=False, cache=False)  # a worker writes anyway
         calls.append("the block goes on")            # never: the block ends once the chunks are done
