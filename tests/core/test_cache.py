@@ -25,6 +25,19 @@ from vlbias.embeddings import embed_images, embed_texts
 from vlbias.models.base import ImageTextModel
 
 
+@pytest.fixture(autouse=True, scope="module")
+def own_progress_bar_lock():
+    """This process's own tqdm write lock. tqdm's lock holds a semaphore shared with every process
+    forked after it was made, and a bar whose display raised keeps it (tqdm's ``refresh`` releases
+    it only on success): every bar in a process forked later would then hang, as mutmut's next
+    mutants did (``make mutation`` forks one process per mutant from the one that ran the tests)."""
+    from tqdm import tqdm
+    from tqdm.std import TqdmDefaultWriteLock
+
+    TqdmDefaultWriteLock.mp_lock = multiprocessing.RLock()
+    tqdm.set_lock(TqdmDefaultWriteLock())
+
+
 @pytest.fixture(autouse=True)
 def own_cache(tmp_path, monkeypatch):
     """Each test starts from an empty cache; a lock nobody releases fails the test within seconds."""
