@@ -744,3 +744,17 @@ def test_a_chunk_another_process_finished_while_we_waited_is_read_not_recomputed
     assert other.exitcode == 0
     assert calls == [(2, 4), (4, 6)]  # chunk 0 came from the other process
     assert not lock_file.exists()     # whoever finishes a chunk removes its lock file
+
+
+def test_a_selected_chunk_another_process_holds_is_waited_for_then_computed(other_process_holding):
+    from vlbias.cache import only_chunks
+
+    lock_file = entry_dir(LOCK_KEY) / "chunk_000001.lock"
+    lock_file.parent.mkdir(parents=True)
+    other_process_holding(lock_file, patience=0.5)  # lets go after half a second, having written nothing
+    with only_chunks([1]) as selection:
+        compute_chunked(LOCK_KEY, 6, _lock_rows, chunk_size=2, progress=False)
+    assert (selection.computed, selection.loaded) == ([1], [])
+    rows, problem = cache.read_chunk(entry_dir(LOCK_KEY) / "chunk_000001.npz", 2, 4)
+    assert problem is None
+    np.testing.assert_array_equal(rows, _lock_rows(2, 4))
