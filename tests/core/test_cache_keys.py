@@ -194,6 +194,26 @@ def test_progress_bar_shows_only_when_asked(capsys):
     compute_chunked({"what": "loud-2"}, 12, rows, chunk_size=5, progress=True)
     err = capsys.readouterr().err
     assert "embeddings chunks" in err and "/3 " in err and "chunk/s" in err   # it counts chunks: 3 of them
+    assert err.endswith("\r") and "\n" not in err    # and is erased when done: no stale bar in the page
+
+
+def test_progress_bar_ends_at_its_total_whether_chunks_are_computed_or_read(monkeypatch):
+    from tqdm import tqdm
+
+    from vlbias import cache
+
+    ends = []
+
+    class Recording(tqdm):
+        def close(self):
+            if not self.disable:                      # a closed bar is disabled: count each bar once
+                ends.append((self.n, self.total))
+            super().close()
+
+    monkeypatch.setattr(cache, "tqdm", Recording)
+    for _ in range(2):                                # computed, then read from the cache
+        compute_chunked({"what": "counted bar"}, 12, rows, chunk_size=5, progress=True)
+    assert ends == [(3, 3), (3, 3)]
 
 
 def test_only_chunks_writes_the_selected_chunks_that_a_plain_call_then_reads(tmp_path):
