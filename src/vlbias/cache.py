@@ -13,7 +13,9 @@ Layout of one entry, ``cache_dir()/<kind>/<sha256 of the key parts>/``:
 ``.lock``, ``chunk_000000.lock``
     file locks (the ``filelock`` package): the first while an entry is created or reset, the others
     while a process computes that chunk. Several processes can fill one entry at once: each takes
-    the chunks nobody else is computing, then waits for the rest and reads them.
+    the chunks nobody else is computing, then waits for the rest and reads them. A process waits for
+    a lock as long as it takes, or at most ``VLBIAS_CACHE_LOCK_TIMEOUT`` seconds when that is set
+    (then :class:`CacheLockTimeout` names the lock file).
 
 Every file is written to a temporary name in the same folder and renamed into place, so a killed
 run leaves only whole files behind and a rerun computes only the missing chunks. Files are read
@@ -53,6 +55,63 @@ CACHE_FORMAT = 2
 
 class CacheWarning(UserWarning):
     """A cache file was damaged or inconsistent and its contents are being recomputed."""
+
+
+#: seconds a process waits for a cache lock held by another; unset or empty: as long as it takes
+LOCK_TIMEOUT_VARIABLE = "VLBIAS_CACHE_LOCK_TIMEOUT"
+
+
+class CacheLockTimeout(Timeout):
+    """A cache lock was still held by someone else after ``VLBIAS_CACHE_LOCK_TIMEOUT`` seconds."""
+
+    def __init__(self, lock_file: str, seconds: float | None = None) -> None:
+        super().__init__(lock_file)
+        self.seconds = seconds
+
+    def __str__(self) -> str:
+        return (f"Waited {self.seconds:g} s ({LOCK_TIMEOUT_VARIABLE}) for the cache lock {self.lock_file}: another "
+                f"process is writing this cache entry. Let it finish (raise {LOCK_TIMEOUT_VARIABLE}, or unset it to "
+                f"wait as long as it takes); if no other process uses this cache, the lock is stale: delete "
+                f"{self.lock_file} and rerun. Cached chunks are kept.")
+
+
+def lock_wait() -> float:
+    """Seconds to wait for a cache lock another process holds: ``VLBIAS_CACHE_LOCK_TIMEOUT``, read at
+    each call, or -1 (as long as it takes) when it is unset or empty."""
+    text = os.environ.get(LOCK_TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return -1
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 <= seconds < float("inf"):
+        raise ValueError(f"{LOCK_TIMEOUT_VARIABLE}={text!r}: expected a number of seconds >= 0 (how long to wait "
+                         "for a cache lock another process holds), or unset it to wait as long as it takes")
+    return seconds
+
+
+def _acquire(lock_file: Path, wait: bool = True) -> FileLock | None:
+    """The file lock at ``lock_file``, held; None when another process holds it and ``wait`` is false.
+    Waiting lasts :func:`lock_wait` seconds, then :class:`CacheLockTimeout` names the file."""
+    seconds = lock_wait() if wait else 0
+    lock = FileLock(lock_file, timeout=seconds)
+    try:
+        lock.acquire()
+    except Timeout:
+        if not wait:
+            return None
+        raise CacheLockTimeout(str(lock_file), seconds) from None
+    return lock
+
+
+@contextmanager
+def _locked(lock_file: Path) -> Iterator[None]:
+    lock = _acquire(lock_file)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 # --------------------------------------------------------------------------- keys
@@ -183,7 +242,8 @@ def read_chunk(path: Path, start: int, stop: int) -> tuple[np.ndarray | None, st
     A missing file is ``(None, None)``: not damage, just not computed yet.
     """
     try:
-        with np.load(path, allow_pickle=False) as stored:
+        # our own handle: np.load leaves the file open when a damaged one fails to open as a zip
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as stored:
             rows, recorded = stored["rows"], (int(stored["start"]), int(stored["stop"]))
             checksum = str(stored["sha256"])
     except FileNotFoundError:
@@ -268,7 +328,7 @@ def _open_entry(directory: Path, key_parts: dict, n_items: int, chunk_size: int)
     if _entry_state(directory, meta, wanted)[0] == "ok":  # no lock needed to read a finished entry
         return meta
     directory.mkdir(parents=True, exist_ok=True)
-    with FileLock(directory / ".lock"):
+    with _locked(directory / ".lock"):
         meta = _read_meta(directory)  # another process may have set it up meanwhile
         state, problem = _entry_state(directory, meta, wanted)
         if state == "ok":
@@ -302,7 +362,7 @@ def _entry_state(directory: Path, meta: dict | None, wanted: dict) -> tuple[str,
 
 def _record_layout(directory: Path, meta: dict, chunk: np.ndarray) -> None:
     """Write the row shape and dtype into meta.json once the first chunk exists."""
-    with FileLock(directory / ".lock"):
+    with _locked(directory / ".lock"):
         current = _read_meta(directory) or meta
         if current.get("dim") is None:
             current.update(zip(("dim", "dtype"), _layout(chunk)))
@@ -384,10 +444,8 @@ def _cached_chunk(directory: Path, index: int, start: int, stop: int, meta: dict
     path = chunk_path(directory, index)
     chunk = _verified(path, start, stop, meta)
     if chunk is None:
-        lock = FileLock(path.with_suffix(".lock"), timeout=-1 if wait else 0)
-        try:
-            lock.acquire()
-        except Timeout:
+        lock = _acquire(path.with_suffix(".lock"), wait)
+        if lock is None:
             return None
         try:
             chunk, _ = read_chunk(path, start, stop)  # finished by another process while we waited?

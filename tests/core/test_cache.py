@@ -3,29 +3,46 @@
 from __future__ import annotations
 
 import errno
+import gc
 import hashlib
 import json
 import multiprocessing
 import os
+import pickle
 import signal
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from filelock import FileLock, Timeout
 from PIL import Image
 
 from vlbias import cache
-from vlbias.cache import compute_chunked, entry_dir, key_hash
+from vlbias.cache import CacheLockTimeout, compute_chunked, entry_dir, key_hash, lock_wait
 from vlbias.data import load_dataset
 from vlbias.embeddings import embed_images, embed_texts
 from vlbias.models.base import ImageTextModel
 
 
+@pytest.fixture(autouse=True, scope="module")
+def own_progress_bar_lock():
+    """This process's own tqdm write lock. tqdm's lock holds a semaphore shared with every process
+    forked after it was made, and a bar whose display raised keeps it (tqdm's ``refresh`` releases
+    it only on success): every bar in a process forked later would then hang, as mutmut's next
+    mutants did (``make mutation`` forks one process per mutant from the one that ran the tests)."""
+    from tqdm import tqdm
+    from tqdm.std import TqdmDefaultWriteLock
+
+    TqdmDefaultWriteLock.mp_lock = multiprocessing.RLock()
+    tqdm.set_lock(TqdmDefaultWriteLock())
+
+
 @pytest.fixture(autouse=True)
 def own_cache(tmp_path, monkeypatch):
-    """Each test starts from an empty cache."""
+    """Each test starts from an empty cache; a lock nobody releases fails the test within seconds."""
     monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("VLBIAS_CACHE_LOCK_TIMEOUT", "5")
     return tmp_path / "cache"
 
 
@@ -95,7 +112,8 @@ def test_results_equal_direct_computation_and_second_run_is_free():
     assert second.calls == []
     meta = json.loads((entry_dir(KEY) / "meta.json").read_text())
     assert meta["key_parts"] == KEY and meta["n_items"] == 23 and meta["chunk_size"] == 5
-    assert meta["dim"] == [5] and np.dtype(meta["dtype"]) == np.float32
+    assert meta == {"format": cache.CACHE_FORMAT, "key_parts": KEY, "n_items": 23, "chunk_size": 5, "dim": [5],
+                    "dtype": np.dtype(np.float32).str}
 
 
 def test_killed_run_resumes_with_only_the_missing_chunks():
@@ -123,9 +141,21 @@ def _flip_bytes(path, offset, count=64):
     path.write_bytes(bytes(raw))
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty", "pickled-object", "wrong-rows",
-                                    "flipped-bytes", "chunk-0-copied-over", "rows-rewritten"])
-def test_damaged_chunk_is_recomputed_with_a_warning_naming_it(damage):
+@pytest.mark.parametrize("damage, reason", [
+    ("truncate", r"unreadable \(BadZipFile: "),
+    ("garbage", r"unreadable \(ValueError: This file contains pickled"),  # numpy refuses to unpickle it
+    ("empty", r"unreadable \(EOFError: "),
+    ("pickled-object", r"unreadable \(ValueError: Object arrays cannot be loaded when allow_pickle=False\)"),
+    ("wrong-rows", r"unreadable \(KeyError: 'start "),
+    ("flipped-bytes", r"unreadable \(BadZipFile: Bad CRC-32"),
+    ("chunk-0-copied-over", r"holds rows 0\.\.10, not 10\.\.20"),
+    ("rows-rewritten", r"its checksum does not match its contents"),
+    ("too-few-rows", r"holds 3 rows, not 10"),
+    ("scalar-rows", r"holds 0 rows, not 10"),
+    ("other-dtype", r"holds float64 rows of shape \[5\], the entry <f4 \[5\]"),
+    ("other-shape", r"holds float32 rows of shape \[5, 1\], the entry <f4 \[5\]"),
+])
+def test_damaged_chunk_is_recomputed_with_a_warning_naming_it(damage, reason):
     data = _table(30)
     compute_chunked(KEY, 30, Counting(data), chunk_size=10, progress=False)
     victim = entry_dir(KEY) / "chunk_000001.npz"
@@ -148,12 +178,45 @@ def test_damaged_chunk_is_recomputed_with_a_warning_naming_it(damage):
         with np.load(victim) as stored:
             parts = dict(stored)
         np.savez(victim, **dict(parts, rows=parts["rows"] + 1))
+    elif damage in ("too-few-rows", "scalar-rows"):  # a whole file, for rows 10..20, checksum right
+        few = data[10:13] if damage == "too-few-rows" else np.float32(7)
+        victim.write_bytes(cache.chunk_bytes(few, 10, 20))
+    elif damage in ("other-dtype", "other-shape"):  # whole and checked, but not the entry's row layout
+        other = data[10:20].astype(np.float64) if damage == "other-dtype" else data[10:20, :, None]
+        victim.write_bytes(cache.chunk_bytes(other, 10, 20))
     rerun = Counting(data)
-    with pytest.warns(cache.CacheWarning, match="chunk_000001.npz.*recomputing rows 10..20"):
+    with pytest.warns(cache.CacheWarning, match=f"chunk_000001.npz: {reason}.*; recomputing rows 10..20.$") as caught:
         result = compute_chunked(KEY, 30, rerun, chunk_size=10, progress=False)
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)], "a damaged file is closed too"
     np.testing.assert_array_equal(result, data)
     assert rerun.calls == [(10, 20)]
     np.testing.assert_array_equal(_rows(victim), data[10:20])
+
+
+def test_every_chunk_damaged_still_warns_about_each_one():
+    data = _table(30)
+    compute_chunked(KEY, 30, Counting(data), chunk_size=10, progress=False)
+    for chunk in entry_dir(KEY).glob("chunk_*.npz"):  # none left to confirm the row layout meta.json records
+        chunk.write_bytes(b"")
+    rerun = Counting(data)
+    with pytest.warns(cache.CacheWarning) as caught:
+        np.testing.assert_array_equal(compute_chunked(KEY, 30, rerun, chunk_size=10, progress=False), data)
+    assert sorted(str(w.message).split(": ")[0].rsplit("/", 1)[1] for w in caught) == \
+        ["chunk_000000.npz", "chunk_000001.npz", "chunk_000002.npz"]
+    assert len(rerun.calls) == 3
+
+
+def test_a_run_killed_before_recording_the_row_layout_keeps_its_chunk():
+    data = _table(30)
+    compute_chunked(KEY, 30, Counting(data), chunk_size=10, progress=False)
+    meta_file = entry_dir(KEY) / "meta.json"  # as left by a kill between chunk 0's rename and the meta update
+    meta_file.write_text(json.dumps(dict(json.loads(meta_file.read_text()), dim=None, dtype=None)))
+    (entry_dir(KEY) / "chunk_000002.npz").unlink()
+    rerun = Counting(data)
+    np.testing.assert_array_equal(compute_chunked(KEY, 30, rerun, chunk_size=10, progress=False), data)
+    assert rerun.calls == [(20, 30)]
+    assert json.loads(meta_file.read_text())["dim"] == [5]
 
 
 def test_mismatched_meta_recomputes_cleanly():
@@ -180,6 +243,9 @@ def test_keys_directories_and_no_pickles(own_cache):
     assert entry_dir(KEY) != entry_dir(other)
     assert key_hash({"b": 1, "a": [1, 2]}) == key_hash({"a": [1, 2], "b": 1})
     assert key_hash({"a": [1, 2]}) != key_hash({"a": [2, 1]})
+    # the folder names of existing caches: sha256 of sorted, unspaced, unescaped JSON
+    assert key_hash({"z": "café", "a": [1, {"y": None, "x": 2}]}) == hashlib.sha256(
+        '{"a":[1,{"x":2,"y":null}],"z":"café"}'.encode()).hexdigest()
     np.testing.assert_array_equal(compute_chunked(other, 12, Counting(data), chunk_size=5, progress=False), data * 2)
     files = [p for p in own_cache.rglob("*") if p.is_file()]
     assert not [p for p in files if p.suffix in {".pkl", ".pickle", ".tmp"}]
@@ -189,6 +255,36 @@ def test_keys_directories_and_no_pickles(own_cache):
         assert _rows(chunk).dtype == np.float32
         assert chunk.stat().st_mode & 0o777 == cache.FILE_MODE, "readable by whoever shares the cache"
     assert {p.name for p in files} - {c.name for c in chunks} == {"meta.json", ".lock"}
+
+
+def test_cache_files_get_the_mode_open_gives_a_new_file(own_cache, tmp_path):
+    compute_chunked(KEY, 12, Counting(_table(12)), chunk_size=5, progress=False)
+    with open(tmp_path / "plain", "w"):
+        pass
+    plain_mode = (tmp_path / "plain").stat().st_mode & 0o777
+    for path in [*entry_dir(KEY).glob("chunk_*.npz"), entry_dir(KEY) / "meta.json"]:
+        assert path.stat().st_mode & 0o777 == plain_mode
+    previous = os.umask(0o027)                   # reading the umask must leave it as it was
+    try:
+        assert cache._umask() == 0o027 and os.umask(0o027) == 0o027
+    finally:
+        os.umask(previous)
+
+
+def test_files_are_written_under_a_hidden_temporary_name_in_their_own_folder(monkeypatch):
+    renamed, real_replace = [], os.replace
+
+    def recording(source, target):
+        renamed.append((Path(source), Path(target)))
+        real_replace(source, target)
+
+    monkeypatch.setattr(cache.os, "replace", recording)
+    compute_chunked(KEY, 12, Counting(_table(12)), chunk_size=5, progress=False)
+    assert sorted(target.name for _, target in renamed) == ["chunk_000000.npz", "chunk_000001.npz",
+                                                             "chunk_000002.npz", "meta.json", "meta.json"]
+    for source, target in renamed:  # one folder: the rename is atomic (no copy across file systems)
+        assert source.parent == target.parent == entry_dir(KEY)
+        assert source.name.startswith(f".{target.name}.") and source.name.endswith(".tmp"), source.name
 
 
 def test_cache_false_writes_nothing(own_cache):
@@ -284,10 +380,23 @@ def test_meta_that_disagrees_with_its_chunks_invalidates_the_entry():
     np.testing.assert_array_equal(compute_chunked(KEY, 30, Counting(data), chunk_size=10, progress=False), data)
 
 
+def test_meta_is_checked_against_whichever_chunk_is_left():
+    data = _table(30)
+    compute_chunked(KEY, 30, Counting(data), chunk_size=10, progress=False)
+    for index in (0, 2):                        # only chunk 1 (rows 10..20) is left to contradict meta
+        (entry_dir(KEY) / f"chunk_00000{index}.npz").unlink()
+    meta_file = entry_dir(KEY) / "meta.json"
+    meta_file.write_text(json.dumps(dict(json.loads(meta_file.read_text()), dim=[7])))
+    rerun = Counting(data)
+    with pytest.warns(cache.CacheWarning, match=r"says rows of shape \[7\] .* but its chunks hold \[5\] and <f4"):
+        np.testing.assert_array_equal(compute_chunked(KEY, 30, rerun, chunk_size=10, progress=False), data)
+    assert len(rerun.calls) == 3                # the entry is started afresh: chunk 1 too
+
+
 def test_compute_fn_that_changes_layout_under_one_key_names_the_entry():
     compute_chunked(KEY, 20, Counting(_table(20)), chunk_size=10, progress=False)
     (entry_dir(KEY) / "chunk_000001.npz").unlink()
-    with pytest.raises(ValueError, match=f"{entry_dir(KEY)}.*Bump the version"):
+    with pytest.raises(ValueError, match=f"{entry_dir(KEY)}.*Bump the version in the key, or delete that folder.$"):
         compute_chunked(KEY, 20, Counting(_table(20, dim=6)), chunk_size=10, progress=False)
 
 
@@ -382,6 +491,28 @@ def test_full_disk_says_so_with_the_path_and_the_size_needed(monkeypatch):
     assert resumed.calls == [(1000, 2000), (2000, 3000)]
 
 
+@pytest.mark.parametrize("needed, said", [(100, "1 KiB"), (1536, "2 KiB"), (2**20 - 1, "1024 KiB"),
+                                           (2**20, "1.0 MiB"), (3 * 2**19, "1.5 MiB"), (5 * 2**30, "5,120.0 MiB")])
+def test_a_full_disk_names_the_space_needed_in_kib_or_mib(tmp_path, needed, said):
+    with pytest.raises(OSError, match=f"No space left on device while writing {tmp_path}; it needs about {said} more"):
+        with cache.explained_write_errors(tmp_path, needed):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_full_disk_while_recording_the_row_layout_names_meta_json(monkeypatch):
+    real_fsync, written = os.fsync, []
+
+    def fills_up_after_two_files(descriptor):
+        if len(written) == 2:  # meta.json and chunk 0 fit; meta.json with its row shape does not
+            raise OSError(errno.ENOSPC, "No space left on device")
+        written.append(descriptor)
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(cache.os, "fsync", fills_up_after_two_files)
+    with pytest.raises(OSError, match=f"No space left on device while writing {entry_dir(KEY) / 'meta.json'}. Free"):
+        compute_chunked(KEY, 30, Counting(_table(30)), chunk_size=10, progress=False)
+
+
 def test_numpy_short_write_is_reported_as_a_full_disk(monkeypatch):
     def short_write(path, payload):
         raise OSError("16384 requested and 6112 written")
@@ -465,3 +596,165 @@ def test_an_unwritable_cache_root_names_the_variable_that_moves_it(monkeypatch, 
     monkeypatch.setattr(Path, "mkdir", denied)
     with pytest.raises(PermissionError, match=f"Cannot write to {tmp_path / 'shared-cache'}: .*VLBIAS_CACHE_DIR"):
         compute_chunked(KEY, 3, Counting(_table(3)), chunk_size=2, progress=False)
+
+
+# --------------------------------------------------------------------------- locks
+
+LOCK_KEY = {"what": "lock-test"}
+
+
+def _lock_rows(start, stop):
+    return np.arange(start, stop, dtype=np.float64)[:, None] * np.array([1.0, 3.0])
+
+
+def _hold(lock_file, held, release, patience):
+    """Another process: hold ``lock_file`` until told to let go (or ``patience`` seconds passed)."""
+    with FileLock(lock_file):
+        held.set()
+        release.wait(patience)
+
+
+@pytest.fixture
+def other_process_holding():
+    """``hold(path)``: a second process takes the lock at ``path`` and keeps it until released."""
+    context, children = multiprocessing.get_context("fork"), []
+
+    def hold(lock_file, patience=30):
+        held, release = context.Event(), context.Event()
+        child = context.Process(target=_hold, args=(str(lock_file), held, release, patience))
+        child.start()
+        assert held.wait(30), "the other process never took the lock"
+        children.append((child, release))
+        return release
+
+    yield hold
+    for child, release in children:
+        release.set()
+        child.join(30)
+
+
+def test_unset_or_empty_waits_as_long_as_it_takes_and_a_number_is_seconds(monkeypatch):
+    monkeypatch.delenv("VLBIAS_CACHE_LOCK_TIMEOUT")
+    assert lock_wait() == -1                    # filelock's "forever": what users get by default
+    monkeypatch.setenv("VLBIAS_CACHE_LOCK_TIMEOUT", " ")
+    assert lock_wait() == -1
+    for text, seconds in (("0", 0.0), ("2.5", 2.5), (" 30 ", 30.0)):
+        monkeypatch.setenv("VLBIAS_CACHE_LOCK_TIMEOUT", text)
+        assert lock_wait() == seconds
+
+
+@pytest.mark.parametrize("text", ["soon", "-1", "nan", "inf"])
+def test_a_bad_lock_timeout_names_the_variable(monkeypatch, text):
+    monkeypatch.setenv("VLBIAS_CACHE_LOCK_TIMEOUT", text)
+    with pytest.raises(ValueError, match=rf"^VLBIAS_CACHE_LOCK_TIMEOUT='{text}': expected a number of seconds >= 0 "
+                                         r"\(.*\), or unset it to wait as long as it takes$"):
+        compute_chunked(LOCK_KEY, 4, _lock_rows, chunk_size=2, progress=False)
+
+
+def test_a_chunk_another_process_keeps_locked_times_out_naming_the_lock(monkeypatch, other_process_holding):
+    compute_chunked(LOCK_KEY, 6, _lock_rows, chunk_size=2, progress=False)
+    victim = entry_dir(LOCK_KEY) / "chunk_000001.npz"
+    victim.unlink()                                        # to be recomputed, but someone holds its lock
+    release = other_process_holding(victim.with_suffix(".lock"))
+    monkeypatch.setenv("VLBIAS_CACHE_LOCK_TIMEOUT", "0.3")
+    began = time.monotonic()
+    with pytest.raises(CacheLockTimeout) as caught:
+        compute_chunked(LOCK_KEY, 6, _lock_rows, chunk_size=2, progress=False)
+    assert 0.3 <= time.monotonic() - began < 20
+    message = str(caught.value)
+    assert isinstance(caught.value, Timeout) and caught.value.lock_file == str(victim.with_suffix(".lock"))
+    assert message.startswith(f"Waited 0.3 s (VLBIAS_CACHE_LOCK_TIMEOUT) for the cache lock {victim.with_suffix('.lock')}")
+    assert "another process is writing this cache entry" in message
+    assert f"the lock is stale: delete {victim.with_suffix('.lock')} and rerun" in message
+    assert sorted(p.name for p in entry_dir(LOCK_KEY).glob("*.npz")) == ["chunk_000000.npz", "chunk_000002.npz"]
+    release.set()                                          # once it lets go, the chunk is computed
+    np.testing.assert_array_equal(compute_chunked(LOCK_KEY, 6, _lock_rows, chunk_size=2, progress=False), _lock_rows(0, 6))
+
+
+def test_an_entry_lock_another_process_keeps_times_out_naming_it(monkeypatch, other_process_holding):
+    directory = entry_dir(LOCK_KEY)
+    directory.mkdir(parents=True)
+    other_process_holding(directory / ".lock")
+    monkeypatch.setenv("VLBIAS_CACHE_LOCK_TIMEOUT", "0")
+    with pytest.raises(CacheLockTimeout, match=rf"Waited 0 s .* cache lock {directory / '.lock'}: another process"):
+        compute_chunked(LOCK_KEY, 6, _lock_rows, chunk_size=2, progress=False)
+    assert not (directory / "meta.json").exists()
+
+
+def test_the_error_survives_pickling_to_a_worker_and_back():
+    error = pickle.loads(pickle.dumps(CacheLockTimeout("/cache/x/.lock", 2.0)))
+    assert isinstance(error, CacheLockTimeout) and error.lock_file == "/cache/x/.lock" and error.seconds == 2.0
+    assert str(error).startswith("Waited 2 s (VLBIAS_CACHE_LOCK_TIMEOUT) for the cache lock /cache/x/.lock")
+    assert cache.LOCK_TIMEOUT_VARIABLE == "VLBIAS_CACHE_LOCK_TIMEOUT"
+
+
+def test_the_first_pass_takes_the_chunks_nobody_else_is_computing(monkeypatch, other_process_holding):
+    monkeypatch.delenv("VLBIAS_CACHE_LOCK_TIMEOUT")      # the default: wait as long as it takes
+    directory = entry_dir(LOCK_KEY)
+    compute_chunked(LOCK_KEY, 6, _lock_rows, chunk_size=2, progress=False)
+    for chunk in directory.glob("chunk_*.npz"):
+        chunk.unlink()
+    release = other_process_holding(directory / "chunk_000000.lock", patience=10)
+    calls = []
+
+    def compute(start, stop):
+        calls.append((start, stop))
+        if stop == 6:  # the other process finishes chunk 0 (here: lets go of it) while we do the last one
+            release.set()
+        return _lock_rows(start, stop)
+
+    np.testing.assert_array_equal(compute_chunked(LOCK_KEY, 6, compute, chunk_size=2, progress=False),
+                                  _lock_rows(0, 6))
+    assert calls == [(2, 4), (4, 6), (0, 2)]             # chunk 0 only once its lock was free
+
+
+def _compute_slowly_once_told(go):
+    """Another process filling the entry: it takes chunk 0 first, and finishes it only once told."""
+    def compute(start, stop):
+        if start == 0:
+            go.wait(30)
+            time.sleep(0.3)  # meanwhile the first process waits for this chunk's lock
+        return _lock_rows(start, stop)
+
+    np.testing.assert_array_equal(compute_chunked(LOCK_KEY, 6, compute, chunk_size=2, progress=False),
+                                  _lock_rows(0, 6))
+
+
+def test_a_chunk_another_process_finished_while_we_waited_is_read_not_recomputed():
+    context = multiprocessing.get_context("fork")
+    go = context.Event()
+    other = context.Process(target=_compute_slowly_once_told, args=(go,))
+    other.start()
+    lock_file = entry_dir(LOCK_KEY) / "chunk_000000.lock"
+    for _ in range(3000):  # until it holds chunk 0 (the lock file appears)
+        if lock_file.exists():
+            break
+        time.sleep(0.01)
+    calls = []
+
+    def compute(start, stop):
+        calls.append((start, stop))
+        if stop == 6:
+            go.set()
+        return _lock_rows(start, stop)
+
+    np.testing.assert_array_equal(compute_chunked(LOCK_KEY, 6, compute, chunk_size=2, progress=False),
+                                  _lock_rows(0, 6))
+    other.join(30)
+    assert other.exitcode == 0
+    assert calls == [(2, 4), (4, 6)]  # chunk 0 came from the other process
+    assert not lock_file.exists()     # whoever finishes a chunk removes its lock file
+
+
+def test_a_selected_chunk_another_process_holds_is_waited_for_then_computed(other_process_holding):
+    from vlbias.cache import only_chunks
+
+    lock_file = entry_dir(LOCK_KEY) / "chunk_000001.lock"
+    lock_file.parent.mkdir(parents=True)
+    other_process_holding(lock_file, patience=0.5)  # lets go after half a second, having written nothing
+    with only_chunks([1]) as selection:
+        compute_chunked(LOCK_KEY, 6, _lock_rows, chunk_size=2, progress=False)
+    assert (selection.computed, selection.loaded) == ([1], [])
+    rows, problem = cache.read_chunk(entry_dir(LOCK_KEY) / "chunk_000001.npz", 2, 4)
+    assert problem is None
+    np.testing.assert_array_equal(rows, _lock_rows(2, 4))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -13,6 +15,7 @@ from vlbias.embeddings import embed_images, embed_texts
 @pytest.fixture(autouse=True)
 def own_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("VLBIAS_CACHE_LOCK_TIMEOUT", "5")   # a lock nobody releases fails fast
 
 
 class SeededEncoder:
@@ -125,17 +128,21 @@ def test_a_failed_write_raises_its_own_error_and_leaves_no_partial_files(tmp_pat
 
 
 def test_bad_arguments_and_the_empty_case():
-    with pytest.raises(ValueError, match="n_items must be >= 0"):
+    with pytest.raises(ValueError, match="^n_items must be >= 0 and chunk_size >= 1$"):
         compute_chunked({"what": "bad"}, -1, rows, chunk_size=5, progress=False)
     with pytest.raises(ValueError, match="chunk_size >= 1"):
         compute_chunked({"what": "bad"}, 10, rows, chunk_size=0, progress=False)
     empty = compute_chunked({"what": "empty"}, 0, rows, chunk_size=5, progress=False)
     assert empty.shape == (0, 3)                 # compute_fn(0, 0) says what "empty" looks like
+    calls = []
+    sliced = compute_chunked({"what": "empty"}, 0, lambda a, b: calls.append((a, b)) or rows(0, 9)[a:b],
+                             chunk_size=5, progress=False)
+    assert sliced.shape == (0, 3) and calls == [(0, 0)]
     np.testing.assert_array_equal(compute_chunked({"what": "ones"}, 3, rows, chunk_size=1, progress=False), rows(0, 3))
 
 
 def test_bad_compute_output_is_refused_with_what_was_expected():
-    with pytest.raises(TypeError, match="numeric array, not objects"):
+    with pytest.raises(TypeError, match="^compute_fn must return a numeric array, not objects$"):
         compute_chunked({"what": "objects"}, 2, lambda a, b: np.array([{}, {}], dtype=object), chunk_size=5,
                         progress=False, cache=False)
     with pytest.raises(ValueError, match=r"compute_fn\(5, 10\) returned shape \(4, 3\), expected 5 rows"):
@@ -187,3 +194,73 @@ def test_progress_bar_shows_only_when_asked(capsys):
     compute_chunked({"what": "loud-2"}, 12, rows, chunk_size=5, progress=True)
     err = capsys.readouterr().err
     assert "embeddings chunks" in err and "/3 " in err and "chunk/s" in err   # it counts chunks: 3 of them
+    assert err.endswith("\r") and "\n" not in err    # and is erased when done: no stale bar in the page
+
+
+def test_progress_bar_ends_at_its_total_whether_chunks_are_computed_or_read(monkeypatch):
+    from tqdm import tqdm
+
+    from vlbias import cache
+
+    ends = []
+
+    class Recording(tqdm):
+        def close(self):
+            if not self.disable:                      # a closed bar is disabled: count each bar once
+                ends.append((self.n, self.total))
+            super().close()
+
+    monkeypatch.setattr(cache, "tqdm", Recording)
+    for _ in range(2):                                # computed, then read from the cache
+        compute_chunked({"what": "counted bar"}, 12, rows, chunk_size=5, progress=True)
+    assert ends == [(3, 3), (3, 3)]
+
+
+def test_only_chunks_writes_the_selected_chunks_that_a_plain_call_then_reads(tmp_path):
+    from vlbias.cache import CACHE_FORMAT, entry_dir, only_chunks
+
+    key, calls = {"what": "selected-chunks"}, []
+
+    def counted(start, stop):
+        calls.append((start, stop))
+        return rows(start, stop)
+
+    with only_chunks([]) as probe:                    # a probe of a new entry records its sizes
+        compute_chunked(key, 17, counted, chunk_size=4, progress=False)
+    assert json.loads((entry_dir(key) / "meta.json").read_text()) == {
+        "format": CACHE_FORMAT, "key_parts": key, "n_items": 17, "chunk_size": 4, "dim": None, "dtype": None}
+    with only_chunks([3, 0, -1, 5]) as selection:     # -1 and 5 (past the last chunk, 4) are ignored
+        compute_chunked(key, 17, counted, chunk_size=4, progress=False, cache=False)  # a worker writes anyway
+        calls.append("the block goes on")            # never: the block ends once the chunks are done
+    assert calls == [(0, 4), (12, 16)]
+    assert (selection.computed, selection.loaded) == ([0, 3], [])
+    assert (selection.directory, selection.n_items, selection.chunk_size) == (entry_dir(key), 17, 4)
+    files = sorted(entry_dir(key).glob("chunk_*.npz"))
+    assert [p.name for p in files] == ["chunk_000000.npz", "chunk_000003.npz"]
+    with np.load(files[1], allow_pickle=False) as stored:
+        np.testing.assert_array_equal(stored["rows"], rows(12, 16))
+        assert (int(stored["start"]), int(stored["stop"])) == (12, 16)
+    with only_chunks([4, 3]) as again:                # chunk 3 is read, chunk 4 (rows 16..17) computed
+        compute_chunked(key, 17, counted, chunk_size=4, progress=False)
+    assert (again.computed, again.loaded) == ([4], [3]) and calls[2:] == [(16, 17)]
+    with only_chunks([]) as probe:                    # opens the entry, computes nothing
+        compute_chunked(key, 17, counted, chunk_size=4, progress=False)
+    assert (probe.directory, probe.n_items, probe.computed, probe.loaded) == (entry_dir(key), 17, [], [])
+    # outside the block, a plain call computes only the chunks no worker wrote, and returns every row
+    np.testing.assert_array_equal(compute_chunked(key, 17, counted, chunk_size=4, progress=False), rows(0, 17))
+    assert calls[3:] == [(4, 8), (8, 12)]
+
+
+def test_a_models_own_cache_identity_is_its_key():
+    """A model that says what decides its outputs (here: an adapter on top of its weights) is keyed by that."""
+    from vlbias.cache import cache_key, key_hash, model_identity
+
+    class Adapted(SeededEncoder):
+        def cache_identity(self):
+            return {"weights": self.spec, "adapter": "lora-7"}
+
+    assert model_identity(Adapted("fake:a", 0)) == {"weights": "fake:a", "adapter": "lora-7"}
+    assert model_identity(SeededEncoder("fake:a", 0)) == {"weights": "fake:a", "dtype": None, "kind": "dual",
+                                                          "preprocess": "seeded-8px"}
+    adapted, plain = (cache_key("texts", 1, model) for model in (Adapted("fake:a", 0), SeededEncoder("fake:a", 0)))
+    assert key_hash(adapted) != key_hash(plain)
