@@ -163,7 +163,9 @@ def main() -> int:
     previous = json.loads((HERE / "results.json").read_text()) if (HERE / "results.json").exists() else {}
     summaries = {m: s for m, s in previous.items() if m in TARGETS}
     # torch's intra-op thread pool does not survive mutmut's fork; one thread needs no pool
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    # a mutant that never releases a cache lock fails in seconds instead of at mutmut's timeout
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               VLBIAS_CACHE_LOCK_TIMEOUT=os.environ.get("VLBIAS_CACHE_LOCK_TIMEOUT", "5"))
     mutmut = str(Path(sys.executable).with_name("mutmut"))
     for module in modules:
         seconds = summaries.get(module, {}).get("seconds")
