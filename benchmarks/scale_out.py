@@ -8,9 +8,11 @@ Two stages of the demo notebooks, made heavier so that each run takes about a mi
 - generation: 04a's plain run with ``tiny:sd`` (``--images`` per profession, 4 steps, 32 px,
   batches of 8).
 
-Each stage runs from an empty cache three ways: today's single process with all threads (the
-notebook's own call), then precompute on a local Ray instance with 1 worker of 1 thread and with
-2 workers of 1 thread each. Times are wall-clock for the whole stage, actor start-up and model
+Each stage runs from an empty cache five ways: today's single process with all threads (the
+notebook's own call); precompute on a local Ray instance with 1 worker of 1 thread and with 2
+workers of 1 thread each; and, as a reference without any engine, the same units in 1 and in 2
+plain OS processes of one thread (each imports, loads the model and runs its fixed share of the
+units as an actor does). Times are wall-clock for the whole stage, actor start-up and model
 loading included (``ray.init`` is not: it is paid once per run); the ratios are of runs measured
 here, one after another. Goal: 2 workers at least 1.7x as fast as 1.
 
@@ -23,6 +25,8 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -105,6 +109,40 @@ def on_ray(stage: str, profile: Path, workers: int, gpu: bool) -> tuple[float, i
     return time.perf_counter() - started, summary["computed"], first[0]
 
 
+PLAIN_WORKER = """
+import pickle, sys
+from vlbias import precompute as pc
+work_file, share, of = sys.argv[1:4]
+with open(work_file, "rb") as file:
+    work = pickle.load(file)
+worker = pc.Worker(1, {})
+for position, index in work.units[int(share)::int(of)]:
+    result = worker.run(work.stages[position], position, index)
+    assert not result["error"], result["error"]
+"""
+
+
+def plain_processes(stage: str, profile: Path, processes: int) -> float:
+    """The same units in ``processes`` plain OS processes of one thread each, no Ray: unit k goes to
+    process k mod ``processes``. Each process starts Python, imports, loads the model and runs its
+    units as a Ray actor does (the plan is made once, here, as precompute's driver makes it): what
+    the machine gives for the work without any engine, so that Ray's own cost or gain is visible."""
+    import pickle
+
+    from vlbias import precompute as pc
+
+    work = pc.build_work(str(profile), [stage], REPO)
+    work_file = profile.with_name("work.pickle")
+    work_file.write_bytes(pickle.dumps(work))
+    env = {**os.environ, **pc._worker_env(1, {})}
+    started = time.perf_counter()
+    children = [subprocess.Popen([sys.executable, "-c", PLAIN_WORKER, str(work_file), str(k), str(processes)],
+                                 env=env) for k in range(processes)]
+    codes = [child.wait() for child in children]
+    assert codes == [0] * processes, codes
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--per-cell", type=int, default=24, help="FairFace images per cell (126 cells)")
@@ -135,27 +173,35 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(f"{os.cpu_count()} CPUs, load average {load:.1f} at the start; ray.init took {ray_start:.1f} s; "
           f"torch threads in the single process: {torch.get_num_threads()}")
-    print(f"{'stage':<11} {'items':>6} {'single process, all threads':>28} {'Ray 1 x 1 thread':>17} "
-          f"{'Ray 2 x 1 thread':>17} {'2 v 1 workers':>14} {'2 workers v single':>19}")
+    print(f"{'stage':<11} {'items':>6} {'single, all threads':>20} {'Ray 1 x 1':>10} {'Ray 2 x 1':>10} "
+          f"{'Ray 2 v 1':>10} {'plain 1 x 1':>12} {'plain 2 x 1':>12} {'plain 2 v 1':>12} {'Ray 2 v single':>15}")
     try:
         for name in args.stages:
             times, items, firsts = {}, None, {}
-            for run in ("single", 1, 2):
-                folder = scratch / f"{name}-{run}"
+            for run in ("single", 1, 2, "plain 1", "plain 2"):
+                folder = scratch / f"{name}-{run}".replace(" ", "-")
                 os.environ["VLBIAS_CACHE_DIR"] = str(folder / "cache")
                 profile = folder / "profile.yml"
                 folder.mkdir()
                 write_profile(profile, clip_dir, data_dir, folder / "out", args.images, "cuda" if args.gpu else "cpu")
                 if run == "single":
                     times[run] = single_process(stages[name], profile)
+                elif isinstance(run, str):
+                    times[run] = plain_processes(stages[name], profile, int(run.split()[1]))
                 elif args.gpu and name == "generation" and run == 2 and ray.cluster_resources().get("GPU", 0) < 2:
                     times[run] = None  # Stable Diffusion takes a whole GPU: two workers need two GPUs
                 else:
                     times[run], items, firsts[run] = on_ray(stages[name], profile, run, args.gpu)
-            two = f"{times[2]:>15.1f} s" if times[2] else f"{'n/a (1 GPU)':>17}"
-            ratios = (f"{times[1] / times[2]:>13.2f}x {times['single'] / times[2]:>18.2f}x" if times[2] else
-                      f"{'':>14} {times['single'] / times[1]:>14.2f}x (1)")
-            print(f"{name:<11} {items:>6,} {times['single']:>26.1f} s {times[1]:>15.1f} s {two} {ratios}", flush=True)
+
+            def shown(seconds, width=8):
+                return f"{seconds:>{width}.1f} s" if seconds else f"{'n/a':>{width + 2}}"
+
+            def ratio(slow, fast, width=9):
+                return f"{slow / fast:>{width}.2f}x" if slow and fast else f"{'n/a':>{width + 1}}"
+
+            print(f"{name:<11} {items:>6,} {shown(times['single'], 18)} {shown(times[1])} {shown(times[2])} "
+                  f"{ratio(times[1], times[2])} {shown(times['plain 1'], 10)} {shown(times['plain 2'], 10)} "
+                  f"{ratio(times['plain 1'], times['plain 2'], 11)} {ratio(times['single'], times[2], 14)}", flush=True)
             print(f"{'':<11} first chunk done after (start-up, model load, one chunk): "
                   + ", ".join(f"{run} worker(s) {seconds:.1f} s" for run, seconds in firsts.items()), flush=True)
     finally:
