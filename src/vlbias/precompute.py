@@ -33,6 +33,7 @@ from typing import Any
 ITEM_NAMES = {"image-embeddings": "images", "colorfoil-scores": "pairs", "generation": "images"}
 #: generation notebooks whose images precompute draws: the plain run of 04a, which 04b reads too
 GENERATION_NOTEBOOKS = ("04a", "04b")
+CADS_GRID_NOTEBOOKS = ("04c",)
 #: image-text models share a GPU by default (four actors per GPU); Stable Diffusion takes a whole one
 DEFAULT_GPU_FRACTION = 0.25
 #: a unit whose actor died is retried this many times (Ray restarts the actor for it)
@@ -159,6 +160,10 @@ def _stages(kind: str, spec: str, notebook: str, parameters: dict, notebooks_dir
         return _colorfoil_stages(spec, notebook, parameters, data_root, load, notebooks_dir)
     if kind == "generation" and notebook.startswith(GENERATION_NOTEBOOKS):
         return [_generation_stage(spec, notebook, parameters, notebooks_dir)]
+    if kind == "generation" and notebook.startswith(CADS_GRID_NOTEBOOKS):
+        work.left.append(f"{notebook}: the controls' baselines and the model comparison (other prompts, models and "
+                         "sizes; the notebook draws them, resumably)")
+        return _cads_grid_stages(spec, notebook, parameters, notebooks_dir)
     why = {"annotation": "zero-shot labels are not cached; the notebook computes them",
            "generation": "its own sampler or prompts; the notebook draws them, resumably"}.get(kind, "not covered")
     work.left.append(f"{notebook}: {kind} with {spec} ({why})")
@@ -210,6 +215,34 @@ def _generation_stage(spec: str, notebook: str, parameters: dict, notebooks_dir:
             "batch_size": int(parameters.get("batch_size", 8))}
     return Stage("generation", spec, [notebook], {"device": parameters.get("device", "auto")}, call, len(jobs),
                  int(parameters.get("batch_size", 8)))
+
+
+def _cads_grid_stages(spec: str, notebook: str, parameters: dict, notebooks_dir: Path) -> list[Stage]:
+    """04c's noise-scale grid, one stage per CADS noise scale s: the jobs, folders, sampler and settings
+    of :func:`vlbias.t2i.compare.noise_scale_grid` as 04c's cell calls it."""
+    from .t2i.bias import study_professions
+    from .t2i.cads import CADSConfig
+    from .t2i.generation import prompt_jobs, run_directory
+
+    professions = study_professions(include_source_cases=False)
+    jobs = prompt_jobs(list(professions.profession), parameters.get("prompt_template", "A photo of a {profession}"),
+                       int(parameters.get("images_per_profession", 25)), seed=parameters.get("seed", 0))
+    cads = {name: parameters[key] for name, key in (("tau1", "tau1"), ("tau2", "tau2"), ("psi", "psi"),
+                                                    ("rescale", "rescale"), ("schedule", "schedule"),
+                                                    ("branch", "cads_branch")) if key in parameters}
+    settings = {name: parameters[name] for name in ("num_inference_steps", "guidance_scale", "height", "width")
+                if name in parameters}
+    output_dir = notebooks_dir / parameters.get("output_dir", "../outputs/full/text_to_image")
+    batch_size = int(parameters.get("batch_size", 8))
+    stages = []
+    for noise_scale in parameters.get("noise_scales") or [0.0]:
+        config = CADSConfig(noise_scale=noise_scale, **cads)
+        run_dir = run_directory(output_dir, spec, "cads-grid_" + ("plain" if config.is_off else config.label())).resolve()
+        call = {"jobs": jobs, "run_dir": str(run_dir), "settings": settings, "identity": str(run_dir),
+                "batch_size": batch_size, "cads": None if config.is_off else config.as_dict()}
+        stages.append(Stage("generation", spec, [notebook], {"device": parameters.get("device", "auto")}, call,
+                            len(jobs), batch_size))
+    return stages
 
 
 def _finished_batches(stage: Stage) -> set[int]:
@@ -331,6 +364,10 @@ class Worker:
         from .t2i.generation import generate_to_disk, read_manifest
 
         run_dir = Path(stage.call["run_dir"])
+        if stage.call.get("cads"):  # 04c's grid: the same model, sampling with CADS (a wrapper; the model is unchanged)
+            from .t2i.cads import CADSConfig, with_cads
+
+            model = with_cads(model, CADSConfig(**stage.call["cads"]))
         batch = range(index * stage.unit_size, index * stage.unit_size + stage.unit_items(index))
         before = set(read_manifest(run_dir)["job_id"].astype(int)) if (run_dir / "manifest.csv").exists() else set()
         generate_to_disk(model, stage.call["jobs"], run_dir, batch_size=stage.call["batch_size"], progress=False,
