@@ -33,7 +33,7 @@ from typing import Any
 ITEM_NAMES = {"image-embeddings": "images", "colorfoil-scores": "pairs", "generation": "images"}
 #: generation notebooks whose images precompute draws: the plain run of 04a, which 04b reads too
 GENERATION_NOTEBOOKS = ("04a", "04b")
-CADS_GRID_NOTEBOOKS = ("04c",)
+CADS_NOTEBOOKS = ("04c",)
 #: image-text models share a GPU by default (four actors per GPU); Stable Diffusion takes a whole one
 DEFAULT_GPU_FRACTION = 0.25
 #: a unit whose actor died is retried this many times (Ray restarts the actor for it)
@@ -160,10 +160,8 @@ def _stages(kind: str, spec: str, notebook: str, parameters: dict, notebooks_dir
         return _colorfoil_stages(spec, notebook, parameters, data_root, load, notebooks_dir)
     if kind == "generation" and notebook.startswith(GENERATION_NOTEBOOKS):
         return [_generation_stage(spec, notebook, parameters, notebooks_dir)]
-    if kind == "generation" and notebook.startswith(CADS_GRID_NOTEBOOKS):
-        work.left.append(f"{notebook}: the controls' baselines and the model comparison (other prompts, models and "
-                         "sizes; the notebook draws them, resumably)")
-        return _cads_grid_stages(spec, notebook, parameters, notebooks_dir)
+    if kind == "generation" and notebook.startswith(CADS_NOTEBOOKS):
+        return _cads_notebook_stages(spec, notebook, parameters, notebooks_dir)
     why = {"annotation": "zero-shot labels are not cached; the notebook computes them",
            "generation": "its own sampler or prompts; the notebook draws them, resumably"}.get(kind, "not covered")
     work.left.append(f"{notebook}: {kind} with {spec} ({why})")
@@ -217,31 +215,59 @@ def _generation_stage(spec: str, notebook: str, parameters: dict, notebooks_dir:
                  int(parameters.get("batch_size", 8)))
 
 
-def _cads_grid_stages(spec: str, notebook: str, parameters: dict, notebooks_dir: Path) -> list[Stage]:
-    """04c's noise-scale grid, one stage per CADS noise scale s: the jobs, folders, sampler and settings
-    of :func:`vlbias.t2i.compare.noise_scale_grid` as 04c's cell calls it."""
+def _cads_notebook_stages(spec: str, notebook: str, parameters: dict, notebooks_dir: Path) -> list[Stage]:
+    """04c's generation, one stage per folder, with the jobs, folders, samplers and settings of its cells:
+    the noise-scale grid (:func:`vlbias.t2i.compare.noise_scale_grid`, one folder per CADS s), the
+    controls' baselines (prompt intervention, negative prompt) and the model comparison
+    (:func:`vlbias.t2i.compare.model_comparison`: every spec plain, and with CADS where asked)."""
     from .t2i.bias import study_professions
     from .t2i.cads import CADSConfig
+    from .t2i.controls import intervened_jobs
     from .t2i.generation import prompt_jobs, run_directory
 
-    professions = study_professions(include_source_cases=False)
-    jobs = prompt_jobs(list(professions.profession), parameters.get("prompt_template", "A photo of a {profession}"),
-                       int(parameters.get("images_per_profession", 25)), seed=parameters.get("seed", 0))
+    professions = list(study_professions(include_source_cases=False).profession)
+    template, seed = parameters.get("prompt_template", "A photo of a {profession}"), parameters.get("seed", 0)
+    jobs = prompt_jobs(professions, template, int(parameters.get("images_per_profession", 25)), seed=seed)
     cads = {name: parameters[key] for name, key in (("tau1", "tau1"), ("tau2", "tau2"), ("psi", "psi"),
                                                     ("rescale", "rescale"), ("schedule", "schedule"),
                                                     ("branch", "cads_branch")) if key in parameters}
     settings = {name: parameters[name] for name in ("num_inference_steps", "guidance_scale", "height", "width")
                 if name in parameters}
     output_dir = notebooks_dir / parameters.get("output_dir", "../outputs/full/text_to_image")
-    batch_size = int(parameters.get("batch_size", 8))
+    batch_size, load = int(parameters.get("batch_size", 8)), {"device": parameters.get("device", "auto")}
+
+    def stage(model_spec, stage_jobs, folder, stage_settings, config=None):
+        run_dir = run_directory(output_dir, model_spec, folder).resolve()
+        call = {"jobs": stage_jobs, "run_dir": str(run_dir), "settings": stage_settings, "identity": str(run_dir),
+                "batch_size": batch_size, "cads": None if config is None else config.as_dict()}
+        return Stage("generation", model_spec, [notebook], load, call, len(stage_jobs), batch_size)
+
     stages = []
-    for noise_scale in parameters.get("noise_scales") or [0.0]:
+    for noise_scale in parameters.get("noise_scales") or [0.0]:  # the grid
         config = CADSConfig(noise_scale=noise_scale, **cads)
-        run_dir = run_directory(output_dir, spec, "cads-grid_" + ("plain" if config.is_off else config.label())).resolve()
-        call = {"jobs": jobs, "run_dir": str(run_dir), "settings": settings, "identity": str(run_dir),
-                "batch_size": batch_size, "cads": None if config.is_off else config.as_dict()}
-        stages.append(Stage("generation", spec, [notebook], {"device": parameters.get("device", "auto")}, call,
-                            len(jobs), batch_size))
+        plain = config.is_off
+        stages.append(stage(spec, jobs, "cads-grid_" + ("plain" if plain else config.label()), settings,
+                            None if plain else config))
+    chosen = parameters.get("control_professions")  # the controls' baselines, on the grid's jobs
+    control_jobs = jobs[jobs.profession.isin(professions[:chosen] if chosen else professions)].reset_index(drop=True)
+    suffix, negative = parameters.get("intervention_suffix", ", regardless of gender"), parameters.get("negative_prompt")
+    if suffix:  # (an empty suffix fails in the notebook, with its own message)
+        stages.append(stage(spec, intervened_jobs(control_jobs, suffix), f"intervention={suffix}", settings))
+    if negative:
+        stages.append(stage(spec, control_jobs, f"negative={negative}", {**settings, "negative_prompt": negative}))
+    compared = list(parameters.get("t2i_specs") or [])  # the model comparison
+    if compared:
+        comparison_jobs = prompt_jobs(professions, template, int(parameters.get("comparison_images_per_profession", 25)),
+                                      seed=seed)
+        size = parameters.get("comparison_size")
+        comparison_settings = {"num_inference_steps": parameters.get("num_inference_steps", 50),
+                               "guidance_scale": parameters.get("guidance_scale", 7.5), "height": size, "width": size}
+        config = CADSConfig(noise_scale=parameters.get("comparison_noise_scale", 0.25), **cads)
+        for model_spec in compared:
+            stages.append(stage(model_spec, comparison_jobs, "model-comparison_plain", comparison_settings))
+            if model_spec in (parameters.get("cads_t2i_specs") or []) and not config.is_off:
+                stages.append(stage(model_spec, comparison_jobs, "model-comparison_" + config.label(),
+                                    comparison_settings, config))
     return stages
 
 
@@ -364,7 +390,7 @@ class Worker:
         from .t2i.generation import generate_to_disk, read_manifest
 
         run_dir = Path(stage.call["run_dir"])
-        if stage.call.get("cads"):  # 04c's grid: the same model, sampling with CADS (a wrapper; the model is unchanged)
+        if stage.call.get("cads"):  # 04c: the same model, sampling with CADS (a wrapper; the model is unchanged)
             from .t2i.cads import CADSConfig, with_cads
 
             model = with_cads(model, CADSConfig(**stage.call["cads"]))

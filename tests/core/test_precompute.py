@@ -275,16 +275,29 @@ def test_the_demo_plan_becomes_cache_chunks_and_generation_batches(tmp_path, mon
     assert [(s.spec, s.notebooks, s.n_items, s.n_units) for s in by_kind["image-embeddings"]] == [
         ("tiny:clip", ["01a_self_similarity"], 252, 1), ("tiny:open-clip", ["01a_self_similarity"], 252, 1)]
     # 04b reads 04a's plain run: one stage; 45 professions x 4 images in batches of 16
-    generation, *grid = by_kind["generation"]
+    generation, *cads_notebook = by_kind["generation"]
     assert generation.notebooks == ["04a_generation"]
     assert (generation.n_items, generation.n_units, generation.unit_items(11)) == (180, 12, 4)
-    # 04c's noise-scale grid: s = 0, 0.25, 1 (demo), 4 images per profession without the source's cases, batches of 16
+    # 04c (demo): the grid at s = 0, 0.25, 1 with 4 images per profession (no source cases); the two
+    # baselines on 6 professions; 3 models compared plain, 2 of them with CADS too, 2 images per profession
     from vlbias.t2i.bias import study_professions
 
-    grid_jobs = 4 * len(study_professions(include_source_cases=False))
-    assert [(s.notebooks, s.n_items, s.unit_size) for s in grid] == [(["04c_cads"], grid_jobs, 16)] * 3
-    assert len(work.units) == 2 + 12 + 3 * -(-grid_jobs // 16)
-    assert any(text.startswith("04c_cads: the controls' baselines") for text in work.left)
+    n = len(study_professions(include_source_cases=False))
+    folders = [(s.spec, Path(s.call["run_dir"]).name, s.n_items) for s in cads_notebook]
+    assert [folder for folder in folders if folder[1].startswith("cads-grid")] == [
+        ("tiny:sd", "cads-grid_plain", 4 * n),
+        ("tiny:sd", "cads-grid_cads_tau1=0.6,tau2=0.9,s=0.25,psi=1,rescale=True,linear", 4 * n),
+        ("tiny:sd", "cads-grid_cads_tau1=0.6,tau2=0.9,s=1,psi=1,rescale=True,linear", 4 * n)]
+    assert [folder for folder in folders if folder[1].startswith(("intervention", "negative"))] == [
+        ("tiny:sd", "intervention=,_regardless_of_gender", 24), ("tiny:sd", "negative=gender_stereotype", 24)]
+    compared = "model-comparison_cads_tau1=0.6,tau2=0.9,s=1,psi=1,rescale=True,linear"
+    assert [folder for folder in folders if folder[1].startswith("model-comparison")] == [
+        ("tiny:sd", "model-comparison_plain", 2 * n), ("tiny:sd", compared, 2 * n),
+        ("tiny:sdxl", "model-comparison_plain", 2 * n), ("tiny:sd3", "model-comparison_plain", 2 * n),
+        ("tiny:sd3", compared, 2 * n)]
+    assert all(s.unit_size == 16 and s.notebooks == ["04c_cads"] for s in cads_notebook)
+    assert len(work.units) == 2 + 12 + sum(-(-items // 16) for _, _, items in folders)
+    assert not any(text.startswith("04c_cads: generation") for text in work.left)
     assert any("annotation" in text for text in work.left)
 
 
@@ -314,54 +327,77 @@ def test_the_book_side_never_imports_ray():
     assert shown.stdout.strip() == "False"  # precompute imports Ray inside its functions only
 
 
-def test_04c_noise_scale_grid_is_precomputed_as_the_notebook_draws_it(tmp_path, monkeypatch):
-    """One stage per noise scale s; the units, run in a worker, write the images 04c's own call
-    (``noise_scale_grid``) draws, byte for byte, and that call then draws nothing."""
+def test_04c_images_are_precomputed_as_the_notebook_draws_them(tmp_path, monkeypatch):
+    """One stage per folder of 04c; the units, run in a worker, write the grid's images that 04c's own
+    call (``noise_scale_grid``) draws, byte for byte, and then 04c's calls (the grid, the baselines,
+    the model comparison) draw nothing: every image is found, with the jobs and settings they ask for."""
     import torch
 
     from vlbias.models import load_image_text_model, load_text_to_image
+    from vlbias.models.text_to_image import DiffusersTextToImage
     from vlbias.t2i import bias as t2i_bias
-    from vlbias.t2i.compare import noise_scale_grid
-    from vlbias.t2i.generation import prompt_jobs
+    from vlbias.t2i.compare import model_comparison, noise_scale_grid
+    from vlbias.t2i.controls import intervened_jobs
+    from vlbias.t2i.generation import prompt_jobs, run_directory
 
     monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
     torch.set_num_threads(1)
-    settings = {"images_per_profession": 1, "num_inference_steps": 3, "height": 32, "width": 32, "batch_size": 16}
+    settings = {"images_per_profession": 1, "num_inference_steps": 3, "height": 32, "width": 32, "batch_size": 16,
+                "control_professions": 2, "comparison_images_per_profession": 1, "t2i_specs": ["tiny:sd", "tiny:sd3"],
+                "cads_t2i_specs": ["tiny:sd3"]}
     scales, cads = [0.0, 1.0], {"tau1": 0.6, "tau2": 0.9, "psi": 1.0, "rescale": True, "schedule": "linear",
                                 "branch": "cond"}
     given = [f"04c_cads.output_dir={tmp_path / 'pre'}", f"04c_cads.noise_scales={scales}",
              *(f"04c_cads.{key}={value}" for key, value in settings.items())]
     work = pc.build_work("demo", ["04c_cads"], REPO, given)
-    grid = [stage for stage in work.stages if stage.kind == "generation"]
+    grid = [stage for stage in work.stages if Path(stage.call["run_dir"]).name.startswith("cads-grid")]
     assert [Path(stage.call["run_dir"]).name for stage in grid] == [
         "cads-grid_plain", "cads-grid_cads_tau1=0.6,tau2=0.9,s=1,psi=1,rescale=True,linear"]
     assert [stage.call["cads"] for stage in grid] == [None, {"noise_scale": 1.0, **cads}]
-    n_professions = len(t2i_bias.study_professions(include_source_cases=False))
-    assert [(stage.n_items, stage.n_units) for stage in grid] == [(n_professions, -(-n_professions // 16))] * 2
-    assert any(text.startswith("04c_cads: the controls' baselines") for text in work.left)
+    professions = list(t2i_bias.study_professions(include_source_cases=False).profession)
+    assert [(stage.n_items, stage.n_units) for stage in grid] == [(len(professions), -(-len(professions) // 16))] * 2
 
     worker = pc.Worker(1, {})
     for position, index in work.units:
         result = worker.run(work.stages[position], position, index)
         assert result["error"] is None and result["computed"] == work.stages[position].unit_items(index)
 
-    # 04c's cell, in a folder of its own: what the notebook draws without precompute
-    jobs = prompt_jobs(list(t2i_bias.study_professions(include_source_cases=False).profession),
-                       "A photo of a {profession}", 1, seed=0)
+    # 04c's grid cell, in a folder of its own: what the notebook draws without precompute
+    jobs = prompt_jobs(professions, "A photo of a {profession}", 1, seed=0)
     annotator, reference = load_image_text_model("tiny:clip", device="cpu"), t2i_bias.reference_shares()
     generation = {"num_inference_steps": 3, "guidance_scale": 7.5, "height": 32, "width": 32}
     prompts = {"female": "a photo of a female worker", "male": "a photo of a male worker", "no person": "a building"}
     _, drawn = noise_scale_grid(load_text_to_image("tiny:sd", device="cpu"), annotator, jobs, scales, tmp_path / "own",
                                 prompts, reference, cads=cads, generation=generation, batch_size=16, n_boot=10)
+
+    monkeypatch.setattr(DiffusersTextToImage, "generate",
+                        lambda *args, **kwargs: pytest.fail("an image was drawn again: precompute missed it"))
     model = load_text_to_image("tiny:sd", device="cpu")
-    model.generate = lambda *args, **kwargs: pytest.fail("a grid image was drawn again: precompute missed it")
     _, found = noise_scale_grid(model, annotator, jobs, scales, tmp_path / "pre", prompts, reference, cads=cads,
                                 generation=generation, batch_size=16, n_boot=10)
     for s in scales:
         assert found[s]["run_dir"] == Path(grid[scales.index(s)].call["run_dir"])
         names = sorted(found[s]["manifest"].file)
-        assert names == sorted(drawn[s]["manifest"].file) and len(names) == n_professions
+        assert names == sorted(drawn[s]["manifest"].file) and len(names) == len(professions)
         for name in names:
             assert (found[s]["run_dir"] / name).read_bytes() == (drawn[s]["run_dir"] / name).read_bytes(), name
     first = drawn[0.0]["run_dir"] / sorted(drawn[0.0]["manifest"].file)[0]
     assert first.read_bytes() != (drawn[1.0]["run_dir"] / first.name).read_bytes()  # CADS did change the image
+    # 04c's controls cell and model comparison, with the notebook's arguments: found, not drawn
+    control_jobs = jobs[jobs.profession.isin(professions[:2])].reset_index(drop=True)
+    for baseline_jobs, extra, folder in ((intervened_jobs(control_jobs, ", regardless of gender"), {},
+                                          "intervention=, regardless of gender"),
+                                         (control_jobs, {"negative_prompt": "gender stereotype"},
+                                          "negative=gender stereotype")):
+        manifest = generate_to_disk(model, baseline_jobs, run_directory(tmp_path / "pre", "tiny:sd", folder),
+                                    batch_size=16, progress=False, **generation, **extra)
+        assert len(manifest) == 2
+    ranking, runs, failures = model_comparison(
+        ["tiny:sd", "tiny:sd3"], annotator, jobs, tmp_path / "pre",
+        {"female": prompts["female"], "male": prompts["male"]},  # every image a person: a ranking at 1 per profession
+        reference, cads_specs=["tiny:sd3"],
+        cads={"noise_scale": 1.0, **cads}, generation={"num_inference_steps": 3, "guidance_scale": 7.5,
+                                                       "height": None, "width": None},
+        batch_size=16, n_boot=10, device="cpu")
+    assert failures.empty and sorted(runs) == [("tiny:sd", "plain"), ("tiny:sd3", "CADS"), ("tiny:sd3", "plain")]
+    assert all(len(manifest) == len(professions) for manifest in runs.values())
