@@ -34,6 +34,7 @@ ITEM_NAMES = {"image-embeddings": "images", "colorfoil-scores": "pairs", "genera
 #: generation notebooks whose images precompute draws: the plain run of 04a, which 04b reads too
 GENERATION_NOTEBOOKS = ("04a", "04b")
 CADS_NOTEBOOKS = ("04c",)
+EXTENSION_NOTEBOOKS = ("04d",)
 #: image-text models share a GPU by default (four actors per GPU); Stable Diffusion takes a whole one
 DEFAULT_GPU_FRACTION = 0.25
 #: a unit whose actor died is retried this many times (Ray restarts the actor for it)
@@ -162,6 +163,8 @@ def _stages(kind: str, spec: str, notebook: str, parameters: dict, notebooks_dir
         return [_generation_stage(spec, notebook, parameters, notebooks_dir)]
     if kind == "generation" and notebook.startswith(CADS_NOTEBOOKS):
         return _cads_notebook_stages(spec, notebook, parameters, notebooks_dir)
+    if kind == "generation" and notebook.startswith(EXTENSION_NOTEBOOKS):
+        return [_extension_stage(spec, notebook, parameters, notebooks_dir)]
     why = {"annotation": "zero-shot labels are not cached; the notebook computes them",
            "generation": "its own sampler or prompts; the notebook draws them, resumably"}.get(kind, "not covered")
     work.left.append(f"{notebook}: {kind} with {spec} ({why})")
@@ -207,6 +210,22 @@ def _generation_stage(spec: str, notebook: str, parameters: dict, notebooks_dir:
                        articles=parameters.get("prompt_articles", "follow"))
     run_dir = run_directory(notebooks_dir / parameters.get("output_dir", "../outputs/full/text_to_image"),
                             spec, "plain").resolve()
+    settings = {name: parameters[name] for name in ("num_inference_steps", "guidance_scale", "height", "width")
+                if name in parameters}
+    call = {"jobs": jobs, "run_dir": str(run_dir), "settings": settings, "identity": str(run_dir),
+            "batch_size": int(parameters.get("batch_size", 8))}
+    return Stage("generation", spec, [notebook], {"device": parameters.get("device", "auto")}, call, len(jobs),
+                 int(parameters.get("batch_size", 8)))
+
+
+def _extension_stage(spec: str, notebook: str, parameters: dict, notebooks_dir: Path) -> Stage:
+    """04d's images: its own professions and prompt template, in its folder ``competent``."""
+    from .t2i.generation import prompt_jobs, run_directory
+
+    jobs = prompt_jobs(list(parameters["professions"]), parameters.get("prompt_template", "A competent {profession}"),
+                       int(parameters.get("images_per_profession", 50)), seed=parameters.get("seed", 0))
+    run_dir = run_directory(notebooks_dir / parameters.get("output_dir", "../outputs/full/text_to_image"),
+                            spec, "competent").resolve()
     settings = {name: parameters[name] for name in ("num_inference_steps", "guidance_scale", "height", "width")
                 if name in parameters}
     call = {"jobs": jobs, "run_dir": str(run_dir), "settings": settings, "identity": str(run_dir),

@@ -93,3 +93,12 @@ def test_the_model_comparison_is_counted():
     extra = 4 * plan.study_profession_count() * 4 * 20 / plan.THROUGHPUT["diffusion steps/s (512 px, fp16)"] / 3600
     assert compared.gpu_hours - alone.gpu_hours == pytest.approx(extra)
     assert f"{4 * plan.study_profession_count() * 4:,} images (4 runs" in " ".join(compared.work)
+
+
+def test_04d_is_planned_with_its_own_professions_and_prompt_not_as_04a_run():
+    plans = {p.name: p for p in plan.make_plan("demo", ["04a_generation", "04b_annotation_and_metrics",
+                                                         "04d_extensions"], project_dir=ROOT)}
+    # 04b reads 04a's images; 04d draws its own 12 professions x 4 ("A competent ..."), its notebook's defaults
+    assert ("generation", "tiny:sd") not in plans["04b_annotation_and_metrics"].stages
+    assert ("generation", "tiny:sd") in plans["04d_extensions"].stages
+    assert "48 images (12 professions x 4) at 4 steps" in " ".join(plans["04d_extensions"].work)

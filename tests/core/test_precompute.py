@@ -267,7 +267,7 @@ def test_progress_eta_from_each_kinds_rate():
 def test_the_demo_plan_becomes_cache_chunks_and_generation_batches(tmp_path, monkeypatch):
     monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
     work = pc.build_work("demo", ["01a_self_similarity", "01b_markedness", "04a_generation", "04b_annotation_and_metrics",
-                                  "04c_cads"], REPO, [f"output_dir={tmp_path / 'out'}"])
+                                  "04c_cads", "04d_extensions"], REPO, [f"output_dir={tmp_path / 'out'}"])
     by_kind = {}
     for stage in work.stages:
         by_kind.setdefault(stage.kind, []).append(stage)
@@ -275,7 +275,11 @@ def test_the_demo_plan_becomes_cache_chunks_and_generation_batches(tmp_path, mon
     assert [(s.spec, s.notebooks, s.n_items, s.n_units) for s in by_kind["image-embeddings"]] == [
         ("tiny:clip", ["01a_self_similarity"], 252, 1), ("tiny:open-clip", ["01a_self_similarity"], 252, 1)]
     # 04b reads 04a's plain run: one stage; 45 professions x 4 images in batches of 16
-    generation, *cads_notebook = by_kind["generation"]
+    generation, *cads_notebook, extension = by_kind["generation"]
+    # 04d: its 12 professions x 4 images, prompted "A competent ...", in a folder of its own
+    assert (extension.notebooks, Path(extension.call["run_dir"]).name, extension.n_items, extension.n_units) == (
+        ["04d_extensions"], "competent", 48, 3)
+    assert extension.call["jobs"].prompt.iloc[0] == "A competent doctor"
     assert generation.notebooks == ["04a_generation"]
     assert (generation.n_items, generation.n_units, generation.unit_items(11)) == (180, 12, 4)
     # 04c (demo): the grid at s = 0, 0.25, 1 with 4 images per profession (no source cases); the two
@@ -296,7 +300,7 @@ def test_the_demo_plan_becomes_cache_chunks_and_generation_batches(tmp_path, mon
         ("tiny:sdxl", "model-comparison_plain", 2 * n), ("tiny:sd3", "model-comparison_plain", 2 * n),
         ("tiny:sd3", compared, 2 * n)]
     assert all(s.unit_size == 16 and s.notebooks == ["04c_cads"] for s in cads_notebook)
-    assert len(work.units) == 2 + 12 + sum(-(-items // 16) for _, _, items in folders)
+    assert len(work.units) == 2 + 12 + sum(-(-items // 16) for _, _, items in folders) + 3
     assert not any(text.startswith("04c_cads: generation") for text in work.left)
     assert any("annotation" in text for text in work.left)
 
@@ -327,10 +331,11 @@ def test_the_book_side_never_imports_ray():
     assert shown.stdout.strip() == "False"  # precompute imports Ray inside its functions only
 
 
-def test_04c_images_are_precomputed_as_the_notebook_draws_them(tmp_path, monkeypatch):
-    """One stage per folder of 04c; the units, run in a worker, write the grid's images that 04c's own
-    call (``noise_scale_grid``) draws, byte for byte, and then 04c's calls (the grid, the baselines,
-    the model comparison) draw nothing: every image is found, with the jobs and settings they ask for."""
+def test_04c_and_04d_images_are_precomputed_as_the_notebooks_draw_them(tmp_path, monkeypatch):
+    """One stage per folder of 04c and 04d; the units, run in a worker, write the grid's images that
+    04c's own call (``noise_scale_grid``) draws, byte for byte, and then the notebooks' calls (the grid,
+    the baselines, the model comparison, 04d's) draw nothing: every image is found, with the jobs and
+    settings they ask for."""
     import torch
 
     from vlbias.models import load_image_text_model, load_text_to_image
@@ -349,7 +354,8 @@ def test_04c_images_are_precomputed_as_the_notebook_draws_them(tmp_path, monkeyp
                                 "branch": "cond"}
     given = [f"04c_cads.output_dir={tmp_path / 'pre'}", f"04c_cads.noise_scales={scales}",
              *(f"04c_cads.{key}={value}" for key, value in settings.items())]
-    work = pc.build_work("demo", ["04c_cads"], REPO, given)
+    given += [f"04d_extensions.output_dir={tmp_path / 'pre'}", "04d_extensions.images_per_profession=1"]
+    work = pc.build_work("demo", ["04c_cads", "04d_extensions"], REPO, given)
     grid = [stage for stage in work.stages if Path(stage.call["run_dir"]).name.startswith("cads-grid")]
     assert [Path(stage.call["run_dir"]).name for stage in grid] == [
         "cads-grid_plain", "cads-grid_cads_tau1=0.6,tau2=0.9,s=1,psi=1,rescale=True,linear"]
@@ -400,4 +406,12 @@ def test_04c_images_are_precomputed_as_the_notebook_draws_them(tmp_path, monkeyp
                                                        "height": None, "width": None},
         batch_size=16, n_boot=10, device="cpu")
     assert failures.empty and sorted(runs) == [("tiny:sd", "plain"), ("tiny:sd3", "CADS"), ("tiny:sd3", "plain")]
+    # 04d's cell (demo settings: 4 steps, 32 px, batches of 16)
+    extension_jobs = prompt_jobs(["doctor", "nurse", "CEO", "software developer", "teacher", "janitor", "pilot",
+                                  "cashier", "electrician", "hairdresser", "lawyer", "farmer"],
+                                 "A competent {profession}", 1, seed=0)
+    manifest = generate_to_disk(model, extension_jobs, run_directory(tmp_path / "pre", "tiny:sd", "competent"),
+                                batch_size=16, progress=False, num_inference_steps=4, guidance_scale=7.5, height=32,
+                                width=32)
+    assert len(manifest) == 12
     assert all(len(manifest) == len(professions) for manifest in runs.values())
