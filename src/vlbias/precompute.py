@@ -199,39 +199,47 @@ def _colorfoil_stages(spec: str, notebook: str, parameters: dict, data_root, loa
     return stages
 
 
+def _pipeline_settings(parameters: dict) -> dict:
+    return {name: parameters[name] for name in ("num_inference_steps", "guidance_scale", "height", "width")
+            if name in parameters}
+
+
+def _image_stage(spec: str, notebook: str, parameters: dict, notebooks_dir: Path, jobs, folder: str,
+                 settings: dict | None = None, cads=None) -> Stage:
+    """A generation stage: ``jobs`` drawn by ``spec`` into ``output_dir/<spec>/<folder>`` (the notebook's
+    :func:`vlbias.t2i.generation.run_directory`), with the notebook's pipeline settings unless
+    ``settings`` are given, sampling with CADS when ``cads`` (a :class:`CADSConfig`) is given."""
+    from .t2i.generation import run_directory
+
+    run_dir = run_directory(notebooks_dir / parameters.get("output_dir", "../outputs/full/text_to_image"),
+                            spec, folder).resolve()
+    batch_size = int(parameters.get("batch_size", 8))
+    call = {"jobs": jobs, "run_dir": str(run_dir), "identity": str(run_dir), "batch_size": batch_size,
+            "settings": _pipeline_settings(parameters) if settings is None else settings,
+            "cads": None if cads is None else cads.as_dict()}
+    return Stage("generation", spec, [notebook], {"device": parameters.get("device", "auto")}, call, len(jobs),
+                 batch_size)
+
+
 def _generation_stage(spec: str, notebook: str, parameters: dict, notebooks_dir: Path) -> Stage:
     """The plain run of Part IV, with the jobs, folder and settings of 04a's cell."""
     from .t2i.bias import study_professions
-    from .t2i.generation import prompt_jobs, run_directory
+    from .t2i.generation import prompt_jobs
 
     professions = study_professions(include_source_cases=parameters.get("include_source_cases", True))
     jobs = prompt_jobs(list(professions.profession), parameters.get("prompt_template", "A photo of a {profession}"),
                        int(parameters.get("images_per_profession", 100)), seed=parameters.get("seed", 0),
                        articles=parameters.get("prompt_articles", "follow"))
-    run_dir = run_directory(notebooks_dir / parameters.get("output_dir", "../outputs/full/text_to_image"),
-                            spec, "plain").resolve()
-    settings = {name: parameters[name] for name in ("num_inference_steps", "guidance_scale", "height", "width")
-                if name in parameters}
-    call = {"jobs": jobs, "run_dir": str(run_dir), "settings": settings, "identity": str(run_dir),
-            "batch_size": int(parameters.get("batch_size", 8))}
-    return Stage("generation", spec, [notebook], {"device": parameters.get("device", "auto")}, call, len(jobs),
-                 int(parameters.get("batch_size", 8)))
+    return _image_stage(spec, notebook, parameters, notebooks_dir, jobs, "plain")
 
 
 def _extension_stage(spec: str, notebook: str, parameters: dict, notebooks_dir: Path) -> Stage:
     """04d's images: its own professions and prompt template, in its folder ``competent``."""
-    from .t2i.generation import prompt_jobs, run_directory
+    from .t2i.generation import prompt_jobs
 
     jobs = prompt_jobs(list(parameters["professions"]), parameters.get("prompt_template", "A competent {profession}"),
                        int(parameters.get("images_per_profession", 50)), seed=parameters.get("seed", 0))
-    run_dir = run_directory(notebooks_dir / parameters.get("output_dir", "../outputs/full/text_to_image"),
-                            spec, "competent").resolve()
-    settings = {name: parameters[name] for name in ("num_inference_steps", "guidance_scale", "height", "width")
-                if name in parameters}
-    call = {"jobs": jobs, "run_dir": str(run_dir), "settings": settings, "identity": str(run_dir),
-            "batch_size": int(parameters.get("batch_size", 8))}
-    return Stage("generation", spec, [notebook], {"device": parameters.get("device", "auto")}, call, len(jobs),
-                 int(parameters.get("batch_size", 8)))
+    return _image_stage(spec, notebook, parameters, notebooks_dir, jobs, "competent")
 
 
 def _cads_notebook_stages(spec: str, notebook: str, parameters: dict, notebooks_dir: Path) -> list[Stage]:
@@ -242,7 +250,7 @@ def _cads_notebook_stages(spec: str, notebook: str, parameters: dict, notebooks_
     from .t2i.bias import study_professions
     from .t2i.cads import CADSConfig
     from .t2i.controls import intervened_jobs
-    from .t2i.generation import prompt_jobs, run_directory
+    from .t2i.generation import prompt_jobs
 
     professions = list(study_professions(include_source_cases=False).profession)
     template, seed = parameters.get("prompt_template", "A photo of a {profession}"), parameters.get("seed", 0)
@@ -250,30 +258,24 @@ def _cads_notebook_stages(spec: str, notebook: str, parameters: dict, notebooks_
     cads = {name: parameters[key] for name, key in (("tau1", "tau1"), ("tau2", "tau2"), ("psi", "psi"),
                                                     ("rescale", "rescale"), ("schedule", "schedule"),
                                                     ("branch", "cads_branch")) if key in parameters}
-    settings = {name: parameters[name] for name in ("num_inference_steps", "guidance_scale", "height", "width")
-                if name in parameters}
-    output_dir = notebooks_dir / parameters.get("output_dir", "../outputs/full/text_to_image")
-    batch_size, load = int(parameters.get("batch_size", 8)), {"device": parameters.get("device", "auto")}
 
-    def stage(model_spec, stage_jobs, folder, stage_settings, config=None):
-        run_dir = run_directory(output_dir, model_spec, folder).resolve()
-        call = {"jobs": stage_jobs, "run_dir": str(run_dir), "settings": stage_settings, "identity": str(run_dir),
-                "batch_size": batch_size, "cads": None if config is None else config.as_dict()}
-        return Stage("generation", model_spec, [notebook], load, call, len(stage_jobs), batch_size)
+    def stage(model_spec, stage_jobs, folder, settings=None, config=None):
+        return _image_stage(model_spec, notebook, parameters, notebooks_dir, stage_jobs, folder, settings, config)
 
     stages = []
     for noise_scale in parameters.get("noise_scales") or [0.0]:  # the grid
         config = CADSConfig(noise_scale=noise_scale, **cads)
         plain = config.is_off
-        stages.append(stage(spec, jobs, "cads-grid_" + ("plain" if plain else config.label()), settings,
-                            None if plain else config))
+        stages.append(stage(spec, jobs, "cads-grid_" + ("plain" if plain else config.label()),
+                            config=None if plain else config))
     chosen = parameters.get("control_professions")  # the controls' baselines, on the grid's jobs
     control_jobs = jobs[jobs.profession.isin(professions[:chosen] if chosen else professions)].reset_index(drop=True)
     suffix, negative = parameters.get("intervention_suffix", ", regardless of gender"), parameters.get("negative_prompt")
     if suffix:  # (an empty suffix fails in the notebook, with its own message)
-        stages.append(stage(spec, intervened_jobs(control_jobs, suffix), f"intervention={suffix}", settings))
+        stages.append(stage(spec, intervened_jobs(control_jobs, suffix), f"intervention={suffix}"))
     if negative:
-        stages.append(stage(spec, control_jobs, f"negative={negative}", {**settings, "negative_prompt": negative}))
+        stages.append(stage(spec, control_jobs, f"negative={negative}",
+                            {**_pipeline_settings(parameters), "negative_prompt": negative}))
     compared = list(parameters.get("t2i_specs") or [])  # the model comparison
     if compared:
         comparison_jobs = prompt_jobs(professions, template, int(parameters.get("comparison_images_per_profession", 25)),
