@@ -12,6 +12,7 @@ the caption and its foils).
 """
 
 import functools
+import shutil
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -97,6 +98,19 @@ CASES = [
 ]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _remove_case_folders():
+    """The cases' folders (a 580 MB checkpoint among them) go with the module, so a run leaves nothing
+    in the temporary folder."""
+    yield
+    clip_case.cache_clear()
+    for folder in _CASE_FOLDERS:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+_CASE_FOLDERS: list[Path] = []
+
+
 @functools.lru_cache(maxsize=1)  # one full-size pair in memory at a time; tests run B-32 first
 def clip_case(architecture: str, tag: str, hub_id: str) -> SimpleNamespace:
     """Our model from the spec (random full-size weights: open_clip's download answered with nothing,
@@ -108,6 +122,7 @@ def clip_case(architecture: str, tag: str, hub_id: str) -> SimpleNamespace:
         ours = load_image_text_model(f"{architecture}/{tag}", device="cpu")
     state = ours.model.state_dict()
     directory = Path(tempfile.mkdtemp(prefix="vlbias-conformance-"))
+    _CASE_FOLDERS.append(directory)
     model, processor = hf_clip_reference(hub_id, state, directory)
     return SimpleNamespace(ours=ours, state=state, model=model, processor=processor, directory=directory)
 

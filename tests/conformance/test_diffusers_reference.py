@@ -10,6 +10,7 @@ steps, guidance, VAE decoding) on a CPU in about a minute. The tokenizer is SD 1
 
 import gc
 import json
+import shutil
 from importlib import resources
 
 import numpy as np
@@ -47,7 +48,8 @@ def sd14_dir(tmp_path_factory):
     pipeline.save_pretrained(directory)
     del pipeline
     gc.collect()
-    return directory
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)  # gigabytes: gone with the module, not the session
 
 
 def test_our_generation_equals_a_plain_pipeline_call(sd14_dir):

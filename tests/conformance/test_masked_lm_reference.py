@@ -2,6 +2,7 @@
 scoring against the `fill-mask` pipeline, the reference code path for a masked LM's slot probabilities."""
 
 import json
+import shutil
 from importlib import resources
 
 import numpy as np
@@ -39,7 +40,8 @@ def bert_dir(tmp_path_factory):
     torch.manual_seed(0)
     BertForMaskedLM(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
-    return directory
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)  # gigabytes: gone with the module, not the session
 
 
 def test_slot_scoring_equals_the_fill_mask_pipeline(bert_dir):
