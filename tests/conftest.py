@@ -13,6 +13,32 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
 
+# The conformance tests write full-size random checkpoints (SD 1.4's, 4.3 GB, the largest); measured
+# on 2026-12-01, the temporary folder of a whole `make test` peaked at 4.6 GB.
+CONFORMANCE_DISK_GB = 6.0
+
+
+def disk_shortfall(folder: str, needed_gb: float) -> str | None:
+    """Why ``folder`` cannot hold ``needed_gb`` more gigabytes, or None when it can."""
+    import shutil
+
+    free_gb = shutil.disk_usage(folder).free / 1e9
+    if free_gb >= needed_gb:
+        return None
+    return (f"the conformance tests need about {needed_gb:.0f} GB free in the temporary folder {folder}; "
+            f"it has {free_gb:.1f} GB. Free some disk, point TMPDIR at a larger disk, or leave them out "
+            f"with: pytest -m \"not conformance\"")
+
+
+def pytest_collection_finish(session):
+    """One clear stop before a full disk fails a hundred tests one by one (after ``-m`` has deselected)."""
+    import tempfile
+
+    if any(item.get_closest_marker("conformance") for item in session.items):
+        shortfall = disk_shortfall(tempfile.gettempdir(), CONFORMANCE_DISK_GB)
+        if shortfall:
+            pytest.exit(shortfall, returncode=pytest.ExitCode.USAGE_ERROR)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def isolated_cache(tmp_path_factory):
