@@ -57,7 +57,7 @@ def test_unit_rows_gives_cosines_as_dot_products_and_refuses_a_zero_row():
     np.testing.assert_allclose(unit_rows(x), [[0.6, 0.8], [0.0, -1.0]])
     np.testing.assert_allclose(unit_rows([3.0, 4.0]), [[0.6, 0.8]])  # one vector is one row
     assert unit_rows(x, dtype=np.float32).dtype == np.float32
-    with pytest.raises(ValueError, match="row\(s\) of zeros"):
+    with pytest.raises(ValueError, match=r"row\(s\) of zeros"):
         unit_rows([[1.0, 0.0], [0.0, 0.0]])
 
 

@@ -195,4 +195,4 @@ def test_template_sensitivity_reuses_the_scores_the_stereotyping_table_cached():
     per_template, per_occupation = template_sensitivity(model, list(real), list(real.values()), list(lines), cache=True)
     assert model.calls == calls
     # the pooled table averages the renormalised pronoun shares; with P(they) ~ 0 that is the mean share
-    np.testing.assert_allclose(pooled["model female share"], per_occupation[["template 1", "template 2"]].mean(1), atol=1e-5)
+    np.testing.assert_allclose(pooled["model female share"], per_occupation[["template 1", "template 2"]].mean(axis=1), atol=1e-5)
