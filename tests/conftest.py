@@ -75,6 +75,8 @@ def run_notebook(tmp_path):
         text = "".join("".join(o.get("text", "")) for o in outputs)
         coded = book.code_style_headers(html)
         assert not coded, f"{name}: table headers in code style, not words: {coded}"
+        measures = book.measure_names_in_cells(html)
+        assert not measures, f"{name}: measure names in code style in a table, not words: {measures}"
         return html, text, sum("image/png" in o.get("data", {}) for o in outputs)
 
     return run

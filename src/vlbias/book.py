@@ -97,6 +97,13 @@ COLUMN_WORDS = {
     "spearman_rho": "Spearman's ρ", "n": "n",
 }
 
+#: measure names that tables carry as row labels (``scores.loc["spearman_rho"]``), in words on the page;
+#: other row labels are data (an occupation's own spelling) and stay as they are
+MEASURE_WORDS = {
+    "spearman_rho": "Spearman's ρ", "spearman_p": "Spearman's p", "cohen_kappa": "Cohen's κ",
+    "mean_abs_gap": "mean absolute gap",
+}
+
 #: (low, high) column pairs shown as one interval column; the label's {level} is the confidence
 INTERVAL_PAIRS = {
     ("ci_low_%", "ci_high_%"): "{level} CI (%)",
@@ -116,8 +123,9 @@ def column_in_words(name: str) -> str:
 
 
 def headers_in_words(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with its column and index names in words (:func:`column_in_words`), values untouched."""
-    shown = table.rename(columns=column_in_words)
+    """``table`` with its column and index names in words (:func:`column_in_words`), and row labels that
+    name a measure (:data:`MEASURE_WORDS`); the values are untouched."""
+    shown = table.rename(columns=column_in_words, index=MEASURE_WORDS)
     shown.index = shown.index.set_names([column_in_words(name) for name in shown.index.names])
     shown.columns = shown.columns.set_names([column_in_words(name) for name in shown.columns.names])
     return shown
@@ -139,13 +147,20 @@ def show_headers_in_words() -> None:
 
 
 def styler_in_words(styler: Styler) -> Styler:
-    """A copy of ``styler`` whose column labels and index names read in words; its formats,
-    captions and hidden parts are kept (they refer to the data's own names, which do not change)."""
+    """A copy of ``styler`` whose column labels, index names and measure-named row labels read in words;
+    its formats, captions and hidden parts are kept (they refer to the data's own names, which do not
+    change)."""
     shown = copy.deepcopy(styler)
     shown.format_index(column_in_words, axis="columns")  # every level of the column labels
+    if {label for entry in styler.data.index for label in _labels(entry)} & MEASURE_WORDS.keys():
+        shown.format_index(lambda label: MEASURE_WORDS.get(label, label), axis="index")
     shown.format_index_names(column_in_words, axis="index")
     shown.format_index_names(column_in_words, axis="columns")
     return shown
+
+
+def _labels(entry) -> list:
+    return list(entry) if isinstance(entry, tuple) else [entry]
 
 
 def code_style_headers(page_html: str) -> list[str]:
@@ -154,6 +169,13 @@ def code_style_headers(page_html: str) -> list[str]:
     heads = re.findall(r"<thead>.*?</thead>", page_html, flags=re.DOTALL)
     found = [text.strip() for head in heads for text in re.findall(r"<th[^>]*>([^<]*_[^<]*)</th>", head)]
     return sorted(set(found))
+
+
+def measure_names_in_cells(page_html: str) -> list[str]:
+    """Measure names of :data:`MEASURE_WORDS` written as code in any cell of the tables in ``page_html``
+    (a header, a row label or a value), each once."""
+    names = "|".join(map(re.escape, MEASURE_WORDS))
+    return sorted(set(re.findall(rf"<t[hd][^>]*>\s*({names})\s*</t[hd]>", page_html)))
 
 
 def readable(table: pd.DataFrame, decimals: int = 1, confidence: float = 0.95) -> pd.DataFrame:

@@ -94,6 +94,20 @@ def test_pages_show_every_dataframe_with_headers_in_words():
                                                                  "unmarked_%"]
         row_labels = pd.DataFrame({"n": [1]}, index=["software_engineer"])._repr_html_()
         assert "software_engineer" in row_labels and book.code_style_headers(row_labels) == []  # values, not headers
+        # row labels that name a measure read in words; data labels, and the data, keep their spelling
+        scores = pd.DataFrame({"estimate": [0.25, 0.5], "ci_low": [0.1, 0.2]},
+                              index=pd.Index(["spearman_rho", "social_worker"], name="measure"))
+        for shown in (scores, scores.style.format(precision=2)):
+            shown_html = shell.display_formatter.format(shown)[0]["text/html"]
+            assert "Spearman's ρ" in shown_html and "spearman_rho" not in shown_html, shown_html
+            assert "social_worker" in shown_html and "0.25" in shown_html
+        assert list(scores.index) == ["spearman_rho", "social_worker"]
+        assert book.measure_names_in_cells(scores._repr_html_()) == ["spearman_rho"]
+        assert book.measure_names_in_cells(scores.reset_index()._repr_html_()) == ["spearman_rho"]  # a value too
+        assert book.measure_names_in_cells(shell.display_formatter.format(scores)[0]["text/html"]) == []
+        paired = pd.DataFrame({"change": [0.1]}, index=pd.MultiIndex.from_tuples([("cads", "cohen_kappa")]))
+        assert "Cohen's κ" in shell.display_formatter.format(paired.style)[0]["text/html"]
+        assert "Cohen's κ" in shell.display_formatter.format(paired)[0]["text/html"]
     finally:
         shell.display_formatter.formatters["text/html"].pop(pd.DataFrame, None)
         shell.display_formatter.formatters["text/html"].pop(type(table.style), None)

@@ -89,6 +89,7 @@ def test_demo_book_builds_offline(demo_build):
         assert "Traceback" not in text and "Error" not in text.split("</h1>")[0], name
         assert "<img" in text, f"{name}: no figure"
         assert not book.code_style_headers(text), f"{name}: headers in code style {book.code_style_headers(text)}"
+        assert not book.measure_names_in_cells(text), f"{name}: {book.measure_names_in_cells(text)} in code style"
     assert list((html / "_images").glob("*.png")), "no figure images in the book"
 
 
