@@ -138,5 +138,5 @@ def test_controlled_generation_notebook_runs(run_notebook, tmp_path):
         annotator_spec="trained:world-clip?share_spread=0&epochs=1&train_per_kind=10",
         images_per_kind=6, guidance_scales=[1.0, 3.0], noise_scales=[0.0, 1.0], n_boot=50)
     assert "Demo output" in html and images >= 4
-    for column in ("generated share", "VRBS", "slope", "diversity", "spearman_rho", "final loss"):
+    for column in ("generated share", "VRBS", "slope", "diversity", "Spearman's ρ", "final loss"):
         assert column in html
