@@ -91,18 +91,16 @@ def failures_box(failures: pd.DataFrame, what: str = "models") -> object:
                 f'failed; their rows are missing below</p><ul>{items}</ul></div>')
 
 
-#: column names of vlbias tables, in words for a reader (others: underscores become spaces)
-COLUMN_WORDS = {
-    "f1": "F1", "detection_auroc": "detection AUROC", "mean_margin": "mean margin",
-    "spearman_rho": "Spearman's ρ", "n": "n",
-}
-
-#: measure names that tables carry as row labels (``scores.loc["spearman_rho"]``), in words on the page;
-#: other row labels are data (an occupation's own spelling) and stay as they are
+#: measure names, in words on the page wherever a table carries them as a column or a row label
+#: (``scores.loc["spearman_rho"]``); other row labels are data (an occupation's own spelling) and stay
 MEASURE_WORDS = {
     "spearman_rho": "Spearman's ρ", "spearman_p": "Spearman's p", "cohen_kappa": "Cohen's κ",
     "mean_abs_gap": "mean absolute gap",
 }
+
+#: column names of vlbias tables, in words for a reader (others: underscores become spaces)
+COLUMN_WORDS = {"f1": "F1", "detection_auroc": "detection AUROC", "mean_margin": "mean margin", "n": "n",
+                **MEASURE_WORDS}
 
 #: (low, high) column pairs shown as one interval column; the label's {level} is the confidence
 INTERVAL_PAIRS = {
