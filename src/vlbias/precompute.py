@@ -255,9 +255,9 @@ def _cads_notebook_stages(spec: str, notebook: str, parameters: dict, notebooks_
     professions = list(study_professions(include_source_cases=False).profession)
     template, seed = parameters.get("prompt_template", "A photo of a {profession}"), parameters.get("seed", 0)
     jobs = prompt_jobs(professions, template, int(parameters.get("images_per_profession", 25)), seed=seed)
-    cads = {name: parameters[key] for name, key in (("tau1", "tau1"), ("tau2", "tau2"), ("psi", "psi"),
-                                                    ("rescale", "rescale"), ("schedule", "schedule"),
-                                                    ("branch", "cads_branch")) if key in parameters}
+    cads = {name: parameters[name] for name in ("tau1", "tau2", "psi", "rescale", "schedule") if name in parameters}
+    if "cads_branch" in parameters:
+        cads["branch"] = parameters["cads_branch"]
 
     def stage(model_spec, stage_jobs, folder, settings=None, config=None):
         return _image_stage(model_spec, notebook, parameters, notebooks_dir, stage_jobs, folder, settings, config)

@@ -28,6 +28,7 @@ a note saying so when the book is built (this module is also the Sphinx extensio
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -120,8 +121,6 @@ def _parameter_assignments(notebook: Path) -> list:
     (``spec = "trained:world-clip?seed=1"``), and importing papermill here would cost the runner
     seconds at every start.
     """
-    import ast
-
     cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
     sources = ["".join(c.get("source", "")) for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     if not sources:
@@ -142,8 +141,6 @@ def declared_parameters(notebook: Path) -> set[str]:
 def parameter_defaults(notebook: Path) -> dict[str, Any]:
     """The parameters cell's values that are literals (``"a"``, ``[1, 2]``, ``{"k": 1.0}``); a name
     given by an expression is left out: only a profile or ``--set`` can give it from outside."""
-    import ast
-
     defaults = {}
     for name, value in _parameter_assignments(notebook):
         if value is None:  # a bare annotation, ``n: int``: no value to take
