@@ -34,7 +34,7 @@ def timed_run(name: str, cache: str) -> tuple[float, list[tuple[float, str]]]:
     A notebook with an ``output_dir`` parameter (Part IV's images) writes under ``cache`` too, so
     that the cold run finds none of an earlier run's images."""
     sys.path.insert(0, str(ROOT / "src"))
-    from vlbias.runner import declared_parameters
+    from vlbias.profiles import declared_parameters
 
     environment = {**os.environ, "VLBIAS_CACHE_DIR": cache, "PYTHONPATH": str(ROOT / "src")}
     outputs = (["--set", f"output_dir={Path(cache) / 'outputs'}"]

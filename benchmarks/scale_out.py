@@ -43,7 +43,7 @@ def build_clip(directory: Path, width: int, layers: int) -> None:
     import torch
     from transformers import CLIPConfig, CLIPModel, CLIPProcessor
 
-    from vlbias.models import _tiny_image_text as tiny
+    from vlbias.models.tiny import image_text as tiny
 
     tokenizer, vocab_size = tiny._clip_tokenizer(directory)
     vision = tiny._tower(image_size=32, patch_size=4, hidden_size=width, intermediate_size=4 * width,

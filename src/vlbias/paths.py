@@ -1,9 +1,19 @@
-"""Where vlbias keeps things on disk. Every location can be moved with an environment variable."""
+"""Where vlbias keeps things on disk. Every location can be moved with an environment variable,
+but for the book's own layout, relative to the project root (the folder holding ``_toc.yml``)."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Iterator
+
+#: the source notebooks, relative to the project root: the runner executes them, launch buttons open them
+NOTEBOOKS_DIR = Path("notebooks")
+#: where the runner writes executed notebooks, relative to the project root; ``_toc.yml`` points here
+GENERATED_DIR = Path("book") / "generated"
 
 
 def cache_dir() -> Path:
@@ -22,3 +32,46 @@ def data_dir() -> Path:
     ``VLBIAS_DATA_DIR`` overrides the default ``~/vlbias-data``.
     """
     return Path(os.environ.get("VLBIAS_DATA_DIR") or Path.home() / "vlbias-data")
+
+
+@contextmanager
+def staged_directory(target: str | Path, prefix: str | None = None,
+                     complete: Callable[[Path], bool] | None = None) -> Iterator[Path]:
+    """Build ``target`` in a new temporary sibling folder (yielded), renamed into place when the
+    block ends without error: a reader never finds a half-built ``target``.
+
+    - An exception in the block leaves ``target`` as it was and removes the staging folder; a
+      killed process leaves only its hidden staging folder (``prefix`` + random, default
+      ``.<target name>-``), never a half-built ``target``.
+    - ``complete(target)`` says whether a finished ``target`` is there (default: it exists). When
+      the block ends and one is (a concurrent builder finished first), that one wins and this
+      build is discarded; builds of one key are meant to be equal, and readers may be reading it.
+    - A ``target`` that is there but not complete (left by an older version) is first renamed
+      aside, then removed, so it never appears half-deleted either.
+    - If the final rename fails, a concurrent builder's complete ``target`` that got there first
+      wins too; any other failure is raised.
+
+    Callers check ``complete(target)`` before entering, to skip the build.
+    """
+    target = Path(target)
+    complete = complete or Path.exists
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=prefix or f".{target.name}-", dir=target.parent))
+    try:
+        yield staging
+        if complete(target):
+            return
+        if target.exists():
+            aside = Path(tempfile.mkdtemp(prefix=f"{staging.name}.stale-", dir=target.parent))
+            try:
+                target.rename(aside / target.name)
+            except FileNotFoundError:  # another builder moved it away first
+                pass
+            shutil.rmtree(aside, ignore_errors=True)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not complete(target):
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

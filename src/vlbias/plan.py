@@ -7,8 +7,8 @@ For each notebook it says what the run needs and what it will cost before any GP
   trained with QuickGELU, so the QuickGELU architecture is built), a Hugging Face hub id recorded in
   ``resources/hub_models.json`` (and whether its files are already in the local hub cache), a local
   directory, a package asset or a ``tiny:`` fixture;
-- the images and forward passes it will run, GPU-hours at the throughputs in :data:`THROUGHPUT`
-  (``resources/plan_throughputs.json``: estimates, not measurements, and the report says so), disk
+- the images and forward passes its part declares (:mod:`vlbias.stages`), GPU-hours at the assumed
+  throughputs (``resources/plan_throughputs.json``: estimates, not measurements, and the report says so), disk
   for caches and images, download sizes (estimates from ``resources/hub_models.json``);
 - whether the profile's timeout for it covers the estimate.
 
@@ -18,39 +18,40 @@ Nothing is downloaded and no model is built.
 
 from __future__ import annotations
 
-import csv
+import importlib
 import importlib.util
-import json
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
-#: Throughputs the estimates assume (``resources/plan_throughputs.json``, whose ``_source`` says where
-#: they come from: assumptions, not measurements). A slower GPU scales every GPU-hour figure alike.
-THROUGHPUT_FILE = "plan_throughputs.json"
+from .stages import THROUGHPUT_FILE, Context, DataNeed, NotebookDeclaration, resource_json, throughputs
+
 HUB_MODELS_FILE = "hub_models.json"
-
-
-def _resource_json(name: str) -> dict:
-    return json.loads(resources.files("vlbias").joinpath("resources", name).read_text(encoding="utf-8"))
-
-
-THROUGHPUT = {key: value for key, value in _resource_json(THROUGHPUT_FILE).items() if not key.startswith("_")}
-#: decoded image sizes and cache footprints used for the disk column
-BYTES_PER_PNG = 450_000
-FLOAT_BYTES = 4
 #: a notebook's timeout must exceed its estimate by this factor
 TIMEOUT_HEADROOM = 1.5
-#: image counts of the full data sets, used when the data are not on this machine
-KNOWN_SIZES = {("fairface", "train"): 86_744, ("fairface", "val"): 10_954, ("coco", "val2017"): 5_000,
-               ("flickr30k", "val"): 1_000, ("flickr30k", "test"): 1_000}
-#: ColorFoil pairs per data set (the paper's counts), before the data are read
-COLORFOIL_PAIRS = {"coco": 2_511, "flickr30k": 2_500}
+#: the parts, each declaring its notebooks in ``vlbias.<part>.stages.NOTEBOOKS``
+PARTS = ("markedness", "colorfoil", "harms", "t2i")
 
-SPEC_KEYS = ("model_spec", "model_specs", "annotator_spec", "second_annotator_spec", "face_annotator_spec", "t2i_spec",
-             "t2i_specs", "cads_t2i_specs", "diffusion_spec", "lm_spec", "generator_spec", "classifier_spec",
-             "sentence_encoder_spec", "blind_lm_spec")
+
+def declarations() -> dict[str, NotebookDeclaration]:
+    """Every notebook's declaration, from the parts (``vlbias.<part>.stages``), by notebook name."""
+    found: dict[str, NotebookDeclaration] = {}
+    for part in PARTS:
+        for name, declaration in importlib.import_module(f"vlbias.{part}.stages").NOTEBOOKS.items():
+            if name in found:
+                raise ValueError(f"notebook {name!r} is declared by two parts")
+            found[name] = declaration
+    return found
+
+
+def declaration(name: str) -> NotebookDeclaration:
+    """The declaration of notebook ``name``; an undeclared notebook is an error that says what to add."""
+    known = declarations()
+    if name not in known:
+        raise KeyError(f"notebook {name!r} has no declaration: add a NotebookDeclaration for it to its part's "
+                       f"stages.py (vlbias.<part>.stages.NOTEBOOKS; see CONTRIBUTING, 'Adding a notebook'). "
+                       f"Declared: {sorted(known)}")
+    return known[name]
 
 
 @dataclass
@@ -63,8 +64,8 @@ class NotebookPlan:
     gpu_hours: float = 0.0
     disk_gb: float = 0.0
     problems: list[str] = field(default_factory=list)
-    #: the heavy stages as (kind, model spec): "image-embeddings", "colorfoil-scores", "generation",
-    #: "annotation"; ``python -m vlbias precompute`` runs them from this same plan
+    #: the heavy stages as (kind, model spec), from the notebook's declaration; ``python -m vlbias
+    #: precompute`` runs those whose declaration gives units
     stages: list[tuple[str, str]] = field(default_factory=list)
 
     @property
@@ -77,7 +78,7 @@ class NotebookPlan:
 
 def hub_models() -> dict[str, dict]:
     """The hub ids the profiles use, with kind and size (``resources/hub_models.json``)."""
-    return {key: value for key, value in _resource_json(HUB_MODELS_FILE).items() if not key.startswith("_")}
+    return {key: value for key, value in resource_json(HUB_MODELS_FILE).items() if not key.startswith("_")}
 
 
 def _in_hub_cache(repo_id: str) -> bool:
@@ -94,29 +95,19 @@ def resolve_model(spec: str) -> dict:
     from .models.spec import parse_spec
 
     row = {"spec": spec, "resolved": "", "weights": "", "problem": ""}
-    if spec == "profanity-check":  # Part III's offline classifier, a package rather than a checkpoint
-        from importlib.util import find_spec
-
-        row.update(resolved="the alt-profanity-check package's linear classifier")
-        if find_spec("profanity_check") is None:
-            row["problem"] = f"{spec}: not installed; pip install alt-profanity-check==1.9.1"
-        else:
-            row["weights"] = "installed"
-        return row
-    if spec.startswith("asset:"):
-        from .assets import locate_asset
-
-        try:
-            row.update(resolved=f"package asset at {locate_asset(spec.removeprefix('asset:'))}", weights="installed")
-        except Exception as error:  # noqa: BLE001 -- reported as the row's problem
-            row.update(resolved="package asset", problem=f"{spec}: {error}")
-        return row
     try:
         parsed = parse_spec(spec)
     except (ValueError, FileNotFoundError) as error:
         row["problem"] = f"{spec}: {error}"
         return row
-    if parsed.source == "tiny":
+    if parsed.source == "asset":
+        from .assets import locate_asset
+
+        try:
+            row.update(resolved=f"package asset at {locate_asset(parsed.name)}", weights="installed")
+        except Exception as error:  # noqa: BLE001 -- reported as the row's problem
+            row.update(resolved="package asset", problem=f"{spec}: {error}")
+    elif parsed.source == "tiny":
         row.update(resolved="tiny random fixture", weights="built locally")
     elif parsed.source == "trained":
         from .models.trained import trained_options
@@ -167,41 +158,26 @@ def _resolve_open_clip(name: str, tag: str | None) -> dict:
             "weights": "in the local hub cache" if cached else "to download once"}
 
 
-def _specs(parameters: dict) -> list[str]:
-    found = []
-    for key in SPEC_KEYS:
-        value = parameters.get(key)
-        for spec in ([value] if isinstance(value, str) else value or []):
-            if spec not in found:
-                found.append(spec)
-    return found
-
-
-def _architecture(spec: str) -> str:
-    for name in ("ViT-L-14", "ViT-B-16", "ViT-B-32"):
-        if spec.startswith(name):
-            return name
-    return "default"
-
-
-def _matcher_family(spec: str) -> str | None:
-    lowered = spec.lower()
-    return next((family for family in ("vilt", "bridgetower") if family in lowered), None)
-
-
 # --------------------------------------------------------------------------- data
 
 
-def _check_dataset(name: str, root, split) -> dict:
-    """``{dataset, split, present, images, how}``: the real loader decides, offline."""
+def check_dataset(need: DataNeed, parameters: dict) -> dict:
+    """``{dataset, split, present, images, how}``: the real loader (or the package) decides, offline."""
     from .data import load_dataset
     from .data.base import DatasetNotFoundError
+    from .stages import KNOWN_SIZES
 
+    split = need.split
     splits = split if isinstance(split, (list, tuple)) else [split]
-    known = sum(KNOWN_SIZES.get((name, s), 0) for s in splits)
-    row = {"dataset": name, "split": "+".join(map(str, splits)), "present": False, "images": known, "how": ""}
+    known = sum(KNOWN_SIZES.get((need.name, s), 0) for s in splits)
+    row = {"dataset": need.name, "split": "+".join(map(str, splits)), "present": False, "images": known, "how": ""}
+    if need.package:
+        present = importlib.util.find_spec(need.package) is not None
+        row.update(present=present, images=0, how="" if present else need.how)
+        return row
+    root = parameters[need.root_parameter] if need.root_parameter else None
     try:
-        dataset = load_dataset(name, root=root, split=split)
+        dataset = load_dataset(need.name, root=root, split=split, **dict(need.options))
     except DatasetNotFoundError as error:
         row["how"] = str(error)
         return row
@@ -212,147 +188,68 @@ def _check_dataset(name: str, root, split) -> dict:
     return row
 
 
-def study_profession_count() -> int:
-    """The professions Part IV generates: the WinoBias/BLS table and the source text's named cases."""
-    published = resources.files("vlbias").joinpath("resources", "published")
-
-    def rows(name: str) -> list[dict]:
-        text = published.joinpath(name).read_text(encoding="utf-8")
-        return list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
-
-    names = {row["occupation"] for row in rows("winobias_bls_female_share.csv")}
-    names |= {row["profession"] for row in rows("t2i_occupational_bias_source.csv") if row["profession"]}
-    return len(names)
-
-
 # --------------------------------------------------------------------------- per notebook
 
 
-def _plan_notebook(name: str, parameters: dict, timeout_s: float, embedded: set) -> NotebookPlan:
-    plan = NotebookPlan(name, timeout_s)
-    root = parameters.get("data_root")
-    plan.models = [resolve_model(spec) for spec in _specs(parameters)]
+def plan_notebook(declared: NotebookDeclaration, parameters: dict, timeout_s: float, notebooks_dir: Path,
+                  seen: set) -> NotebookPlan:
+    """The plan of one notebook from its declaration and the parameters it runs with; ``seen`` holds
+    the keys earlier notebooks compute (their results are read from the cache, not computed again)."""
+    plan = NotebookPlan(declared.name, timeout_s)
+    specs = declared.specs(parameters)
+    plan.models = [resolve_model(spec) for spec in specs]
     plan.problems += [row["problem"] for row in plan.models if row["problem"]]
-    hours = 0.0
-    if name.startswith("01") and "train_per_kind" in parameters:  # the planted world: generated, on the CPU
-        plan.work.append(f"mini-CLIPs trained in the book on the planted world ({int(parameters['train_per_kind'])} "
-                         "pictures per kind and condition; CPU minutes); no data set to download")
-    elif name.startswith("01"):
-        data = _check_dataset("fairface", root, parameters.get("split", "train"))
-        plan.data.append(data)
-        for spec in _specs(parameters):
-            if (spec, "fairface") in embedded:
-                plan.work.append(f"{spec}: {data['images']:,} image embeddings, cached by an earlier notebook")
+    for name in declared.resource_parameters:
+        value = parameters.get(name)
+        for spec in [value] if isinstance(value, str) else value or []:
+            plan.models.append({"spec": spec, "resolved": "word vectors (Part III resolves files by name or path)",
+                                "weights": "", "problem": ""})
+    data_parameters = {key: Context(notebooks_dir).folder(value) if key == "data_root" else value
+                       for key, value in parameters.items()}
+    plan.data = [check_dataset(need, data_parameters) for need in declared.datasets(parameters)]
+    context = Context(notebooks_dir, {row["dataset"]: row["images"] for row in plan.data})
+    for stage in declared.stages:
+        for estimate in stage.estimate(parameters, context):
+            if estimate.key is not None and estimate.key in seen:
+                plan.work.append(estimate.cached_line or estimate.line)
                 continue
-            embedded.add((spec, "fairface"))
-            rate = THROUGHPUT["image embeddings/s"].get(_architecture(spec), THROUGHPUT["image embeddings/s"]["default"])
-            hours += data["images"] / rate / 3600
-            plan.disk_gb += data["images"] * 1024 * FLOAT_BYTES / 1e9
-            plan.work.append(f"{spec}: {data['images']:,} image embeddings at an assumed {rate:g}/s")
-            plan.stages.append(("image-embeddings", spec))
-    elif name.startswith(("02a", "02b")):
-        splits = {"coco": parameters.get("coco_split", "val2017"),
-                  "flickr30k": parameters.get("flickr_splits", ["val", "test"])}
-        plan.data += [_check_dataset(dataset, root, split) for dataset, split in splits.items()]
-        if name.startswith("02b"):
-            width = 1 + max(list(parameters.get("foil_counts", [1, 2, 4])) + [parameters.get("confusion_foils", 4)])
-            pairs = sum(COLORFOIL_PAIRS.values())
-            for spec in parameters.get("model_specs") or []:
-                plan.stages.append(("colorfoil-scores", spec))
-                family = _matcher_family(spec)
-                if family:
-                    rate = THROUGHPUT["pairwise matches/s"][family]
-                    hours += pairs * width / rate / 3600
-                    plan.work.append(f"{spec}: {pairs * width:,} image-text matches at an assumed {rate:g}/s")
-                else:
-                    rate = THROUGHPUT["image embeddings/s"]["default"]
-                    hours += pairs / rate / 3600 + pairs * width / THROUGHPUT["text embeddings/s"] / 3600
-                    plan.work.append(f"{spec}: {pairs:,} images and up to {pairs * width:,} texts embedded")
-            if parameters.get("blind_lm_spec"):
-                hours += pairs * width / THROUGHPUT["text embeddings/s"] / 3600
-                plan.work.append(f"{parameters['blind_lm_spec']}: up to {pairs * width:,} captions and foils scored "
-                                 "without the image (blind baseline)")
-    elif name.startswith("02c"):
-        present = importlib.util.find_spec("easy_vqa") is not None
-        plan.data.append({"dataset": "easy-vqa", "split": "train+test", "present": present, "images": 0,
-                          "how": "" if present else "pip install the easy-vqa package (requirements.txt)"})
-        hours += 0.1
-        plan.work.append("trains a small CLIP-style model on easy-VQA (minutes)")
-    elif name.startswith("03"):
-        prompts = int(parameters.get("n_per_scenario", 0) or 0)
-        tokens = prompts * int(parameters.get("max_new_tokens", 0) or 0) * 10  # up to ten scenarios
-        hours += tokens / THROUGHPUT["generated tokens/s"] / 3600 + 0.05
-        plan.work.append(f"language-model scoring{f' and up to {tokens:,} generated tokens' if tokens else ''}")
-        for key in ("word_vector_specs",):
-            for spec in parameters.get(key) or []:
-                plan.models.append({"spec": spec, "resolved": "word vectors (Part III resolves files by name or path)",
-                                    "weights": "", "problem": ""})
-    elif name.startswith("04") and "images_per_kind" in parameters:  # the planted world: small, on the CPU
-        runs = len(set(parameters.get("guidance_scales") or [])) + len(parameters.get("noise_scales") or []) - 1
-        plan.work.append(f"up to {12 * int(parameters['images_per_kind']) * max(runs, 1):,} small images of the "
-                         "planted world, generated and labelled by models trained in the book (CPU minutes)")
-    elif name.startswith("04"):
-        listed = list(parameters.get("professions") or [])  # 04d names its own; the others use the study's
-        professions = len(listed) or study_profession_count()
-        per_profession = int(parameters.get("images_per_profession", 0) or 0)
-        runs = len(parameters.get("noise_scales") or [None])
-        images = professions * per_profession * runs
-        steps = int(parameters.get("num_inference_steps", 50))
-        # the same images only when model, count, steps, prompt and professions all agree (04b reads 04a's)
-        key = (parameters.get("t2i_spec"), per_profession, steps, parameters.get("prompt_template"), tuple(listed))
-        if key in embedded and runs == 1:
-            plan.work.append(f"{images:,} images at {steps} steps, generated by an earlier notebook (resumed)")
-        else:
-            embedded.add(key)
-            hours += images * steps / THROUGHPUT["diffusion steps/s (512 px, fp16)"] / 3600
-            plan.disk_gb += images * BYTES_PER_PNG / 1e9
-            plan.stages.append(("generation", parameters.get("t2i_spec")))
-            plan.work.append(f"{images:,} images ({professions} professions x {per_profession}"
-                             f"{f' x {runs} noise scales' if runs > 1 else ''}) at {steps} steps, an assumed "
-                             f"{THROUGHPUT['diffusion steps/s (512 px, fp16)']:g} steps/s")
-        if parameters.get("annotator_spec"):
-            rate = THROUGHPUT["image embeddings/s"][_architecture(parameters["annotator_spec"])]
-            hours += images / rate / 3600
-            plan.work.append(f"{images:,} zero-shot annotations with {parameters['annotator_spec']} at an assumed {rate:g}/s")
-            plan.stages.append(("annotation", parameters["annotator_spec"]))
-        compared = list(parameters.get("t2i_specs") or []) + list(parameters.get("cads_t2i_specs") or [])
-        if compared:  # 04c's model comparison: each listed model plain, and CADS on cads_t2i_specs
-            per_model = professions * int(parameters.get("comparison_images_per_profession", per_profession) or 0)
-            hours += len(compared) * per_model * steps / THROUGHPUT["diffusion steps/s (512 px, fp16)"] / 3600
-            plan.disk_gb += len(compared) * per_model * BYTES_PER_PNG / 1e9
-            plan.work.append(f"model comparison: {len(compared) * per_model:,} images ({len(compared)} runs x "
-                             f"{per_model:,}) at {steps} steps, at SD 1.x's assumed rate (SDXL and SD 3 are slower)")
-    plan.gpu_hours = hours
+            if estimate.key is not None:
+                seen.add(estimate.key)
+            plan.gpu_hours += estimate.hours
+            plan.disk_gb += estimate.disk_gb
+            plan.work.append(estimate.line)
+            if stage.units is not None and estimate.spec is not None:
+                plan.stages.append((stage.kind, estimate.spec))
     for row in plan.data:
         if not row["present"]:
             plan.problems.append(f"{row['dataset']} ({row['split']}) is missing. {row['how']}")
     if not plan.timeout_ok:
         plan.problems.append(
             f"timeout {timeout_s / 3600:.1f} h is under {TIMEOUT_HEADROOM} x the estimated {plan.gpu_hours:.1f} GPU-hours: "
-            f"raise timeouts: {name}: in params/<profile>.yml, or pass --timeout.")
+            f"raise timeouts: {declared.name}: in params/<profile>.yml, or pass --timeout.")
     return plan
 
 
 def make_plan(profile: str = "full", only: Iterable[str] = (), project_dir: Path | None = None,
-              assignments: Iterable[str] = ()) -> list[NotebookPlan]:
-    """One :class:`NotebookPlan` per selected notebook, in run order."""
-    from . import runner
+              assignments: Iterable[str] = (), run=None) -> list[NotebookPlan]:
+    """One :class:`NotebookPlan` per selected notebook, in run order (``run``: a
+    :class:`~vlbias.profiles.RunPlan` already resolved for these arguments)."""
+    from . import profiles
 
-    root = runner.find_project_root(project_dir)
-    run = runner.plan_run(root, profile, only, assignments)
-    notebooks, embedded = runner.list_notebooks(root), set()
-    # what each notebook runs with: its parameters cell, then the profile's values
-    return [_plan_notebook(name, {**runner.parameter_defaults(notebooks[name]), **parameters}, run.timeout(name),
-                           embedded)
-            for name, parameters in run.parameters.items()]
+    root = profiles.find_project_root(project_dir)
+    run = run or profiles.plan_run(root, profile, only, assignments)
+    seen: set = set()
+    return [plan_notebook(declaration(name), profiles.notebook_parameters(root, name, run), run.timeout(name),
+                          root / "notebooks", seen)
+            for name in run.parameters]
 
 
 def report(plans: list[NotebookPlan]) -> str:
     lines = [f"GPU-hours, disk and download sizes below are ESTIMATES. Throughputs assumed (src/vlbias/resources/"
-             f"{THROUGHPUT_FILE}: {_resource_json(THROUGHPUT_FILE)['_source']}): "
+             f"{THROUGHPUT_FILE}: {resource_json(THROUGHPUT_FILE)['_source']}): "
              + "; ".join(f"{k} {v if not isinstance(v, dict) else ', '.join(f'{a} {b:g}' for a, b in v.items())}"
-                         for k, v in THROUGHPUT.items()),
-             f"Download sizes: src/vlbias/resources/{HUB_MODELS_FILE} ({_resource_json(HUB_MODELS_FILE)['_download_gb_source']})",
+                         for k, v in throughputs().items()),
+             f"Download sizes: src/vlbias/resources/{HUB_MODELS_FILE} ({resource_json(HUB_MODELS_FILE)['_download_gb_source']})",
              ""]
     for plan in plans:
         lines.append(f"== {plan.name}: ~{plan.gpu_hours:.2f} GPU-hours (estimate), ~{plan.disk_gb:.1f} GB of "

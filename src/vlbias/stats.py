@@ -3,8 +3,13 @@ measures is :mod:`vlbias.metrics`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy import stats as _stats
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def finite_rows(vectors, name: str, *, min_rows: int = 1, dim: int | None = None, dtype=np.float64) -> np.ndarray:
@@ -174,3 +179,24 @@ def holm_adjust(p_values) -> np.ndarray:
     scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
     adjusted[order] = np.maximum.accumulate(scaled)
     return adjusted
+
+
+def with_holm(table: pd.DataFrame, p_column: str = "p_value", by: str | None = "embeddings",
+              alpha: float = 0.05) -> pd.DataFrame:
+    """``table`` plus ``p_holm`` (:func:`holm_adjust` within each ``by`` group, e.g. one set of
+    embeddings across WEAT 1-10) and whether the raw and the adjusted p-values are below ``alpha``.
+
+    Parts I and III both adjust their WEAT batteries this way (notebooks ``01b_markedness``,
+    ``03b_weat``). ``by=None`` adjusts the whole table as one family.
+    """
+    if p_column not in table:
+        raise ValueError(f"table has no column {p_column!r}; name the p-value column with p_column=")
+    out = table.copy()
+    groups = [np.arange(len(out))] if by is None else list(out.groupby(by, sort=False).indices.values())
+    adjusted = np.full(len(out), np.nan)
+    for rows in groups:
+        adjusted[rows] = holm_adjust(out[p_column].to_numpy(dtype=float)[rows])
+    out["p_holm"] = adjusted
+    out[f"p < {alpha}"] = out[p_column] < alpha
+    out[f"p_holm < {alpha}"] = out["p_holm"] < alpha
+    return out

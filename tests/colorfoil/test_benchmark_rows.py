@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from vlbias.colorfoil import benchmark as cf
+from vlbias.colorfoil import construction, evaluation
 from vlbias.data import load_dataset
 
 
@@ -31,15 +31,15 @@ def repeated_captions(tmp_path):
 def test_each_caption_of_an_image_draws_its_own_foils(repeated_captions):
     # the same words at another caption number (or in another image) are another draw: with 9
     # targets per colour, four ordered foils repeat by chance with probability 1 / (9·8·7·6)
-    bench = cf.build_benchmark(repeated_captions, caption_choice="all", seed=0, progress=False)
+    bench = construction.build_benchmark(repeated_captions, caption_choice="all", seed=0, progress=False)
     red_bus = bench[bench["caption"] == "A red bus."]
     assert len(red_bus) == 4 and (red_bus["n_foils"] == 4).all()
     assert len({tuple(foils) for foils in red_bus["foils"]}) == 4
     # and a caption's draw stays its own when the other captions change
-    first = cf.build_benchmark(repeated_captions, caption_choice="first", seed=0, progress=False)
+    first = construction.build_benchmark(repeated_captions, caption_choice="first", seed=0, progress=False)
     assert first["foils"].tolist() == bench[bench["caption_id"].isin(first["caption_id"])]["foils"].tolist()
-    assert cf.build_benchmark(repeated_captions, caption_choice="all", seed=1, progress=False)["foils"].tolist() \
-        != bench["foils"].tolist()
+    reseeded = construction.build_benchmark(repeated_captions, caption_choice="all", seed=1, progress=False)
+    assert reseeded["foils"].tolist() != bench["foils"].tolist()
 
 
 class IndexScorer:
@@ -63,13 +63,13 @@ def test_scores_of_missing_foils_are_nan(repeated_captions, max_foils):
                           "foils": [["A woman."], ["A blue bus.", "A pink bus.", "A grey bus.", "A tan bus."],
                                     ["x y", "z w"], ["e f", "g h", "i j"]],
                           "n_foils": [1, 4, 2, 3]})
-    scores = cf.score_benchmark(IndexScorer(), repeated_captions, bench, max_foils=max_foils, cache=False,
-                                progress=False)
+    scores = evaluation.score_benchmark(IndexScorer(), repeated_captions, bench, max_foils=max_foils, cache=False,
+                                        progress=False)
     assert scores.shape == (4, 1 + max_foils)
     for r, n_foils in enumerate(bench["n_foils"]):
         for j in range(1 + max_foils):
             expected = np.nan if j > n_foils else 10.0 * (r + 1) + j
             np.testing.assert_equal(scores[r, j], expected)
     # the 2-foil task then uses only the rows that have 2 foils
-    usable, _ = cf.correct_at(scores, 2)
+    usable, _ = evaluation.correct_at(scores, 2)
     assert usable.tolist() == [False, True, True, True]

@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("easy_vqa")
 
-from vlbias.colorfoil import benchmark as cf  # noqa: E402
+from vlbias.colorfoil import construction, evaluation  # noqa: E402
 from vlbias.colorfoil import colour_model as cm  # noqa: E402
 
 
@@ -40,10 +40,11 @@ def test_a_small_colour_model_trains_loads_and_beats_chance(tmp_path):
     assert (directory / "training.json").stat().st_mtime_ns == written  # cached, not retrained
 
     test = cm.easy_vqa_captions("test", max_images=300)
-    benchmark = cf.build_benchmark(test, targets=cm.EASY_VQA_COLOURS, max_foils=1, progress=False)
+    benchmark = construction.build_benchmark(test, targets=cm.EASY_VQA_COLOURS, max_foils=1, progress=False)
     assert len(benchmark) == 300 and all(set(r[0].split("->")[1:]) <= set(cm.EASY_VQA_COLOURS)
                                          for r in benchmark["replacements"])
     model = load_image_text_model(str(directory), device="cpu")  # the ordinary loading path
     assert model.kind == "dual"
-    trained = cf.evaluation_row(cf.score_benchmark(model, test, benchmark, max_foils=1, cache=False, progress=False), 1)
+    scores = evaluation.score_benchmark(model, test, benchmark, max_foils=1, cache=False, progress=False)
+    trained = evaluation.evaluation_row(scores, 1)
     assert trained["ci_low_%"] > 60, trained  # chance is 50%

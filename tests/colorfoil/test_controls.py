@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 from scipy import stats
 
-from vlbias.colorfoil.benchmark import correct_at, per_colour_accuracy
+from vlbias.colorfoil.evaluation import correct_at, per_colour_accuracy
 from vlbias.colorfoil.controls import (blank_image, blind_comparison, blind_image_scores, language_model_scores,
                                        mcnemar_exact, mean_image, paired_accuracy_difference, paired_matrix,
                                        paired_model_table)

@@ -157,7 +157,7 @@ def test_sentence_encoder_follows_its_sentence_transformers_modules():
     from transformers import AutoModel, AutoTokenizer
 
     from vlbias import assets
-    from vlbias.harms.word_vectors import load_sentence_encoder
+    from vlbias.models import load_sentence_encoder
 
     try:
         directory = Path(assets.minilm_dir())

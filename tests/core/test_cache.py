@@ -562,29 +562,33 @@ def test_cache_key_names_weights_dtype_preprocessing_data_and_code_version(monke
 
 
 def test_language_model_scores_are_not_reused_after_the_tiny_model_is_rebuilt(monkeypatch):
-    """harms.cached_scores keys on the weights' identity: a tiny: fixture at a new version is scored anew."""
+    """harms.cached_scores keys on the weights' identity, a fingerprint of the checkpoint's files: a
+    tiny: fixture rebuilt with other weights (its builder at a new version) is scored anew."""
+    from safetensors.torch import load_file, save_file
+
     from vlbias.harms.measures import cached_scores
-    from vlbias.models import TINY_BUILDERS
-    from vlbias.models.base import LanguageModel
+    from vlbias.models import TINY_BUILDERS, load_language_model, tiny_builder
     from vlbias.models.tiny import TinyBuilder
 
-    class CountingLM(LanguageModel):
-        spec, kind, calls = "tiny:counting-lm", "masked", 0
+    texts, candidates = ["The nurse said {slot} left.", "The doctor said {slot} left."], ["she", "he"]
+    original = load_language_model("tiny:mlm", device="cpu")
+    first = cached_scores(original, "fill_logprobs", texts, candidates, 4, False, True)
+    builder = tiny_builder("mlm")
 
-        def fill_logprobs(self, contexts, candidates, batch_size=16, progress=True):
-            CountingLM.calls += 1
-            return np.log(np.full((len(contexts), len(candidates)), 0.5))
+    def build_other_weights(directory):
+        builder.build(directory)
+        weights = directory / "model.safetensors"
+        moved = {name: tensor + 0.5 if tensor.is_floating_point() else tensor
+                 for name, tensor in load_file(str(weights)).items()}
+        save_file(moved, str(weights), metadata={"format": "pt"})
 
-        sequence_logprob = generate = None
-
-    texts = ["The nurse said {slot} left."]
-    monkeypatch.setitem(TINY_BUILDERS, "counting-lm", TinyBuilder("counting-lm", "language", 1, None, ""))
-    cached_scores(CountingLM(), "fill_logprobs", texts, ["she", "he"], 4, False, True)
-    cached_scores(CountingLM(), "fill_logprobs", texts, ["she", "he"], 4, False, True)
-    assert CountingLM.calls == 1
-    monkeypatch.setitem(TINY_BUILDERS, "counting-lm", TinyBuilder("counting-lm", "language", 2, None, ""))
-    cached_scores(CountingLM(), "fill_logprobs", texts, ["she", "he"], 4, False, True)
-    assert CountingLM.calls == 2
+    monkeypatch.setitem(TINY_BUILDERS, "mlm", TinyBuilder("mlm", "language", builder.version + 1,
+                                                          build_other_weights, builder.description))
+    rebuilt = load_language_model("tiny:mlm", device="cpu")
+    assert rebuilt.spec == original.spec and rebuilt.identity.weights != original.identity.weights
+    second = cached_scores(rebuilt, "fill_logprobs", texts, candidates, 4, False, True)
+    np.testing.assert_allclose(second, rebuilt.fill_logprobs(texts, candidates, progress=False), rtol=0, atol=1e-12)
+    assert not np.allclose(second, first)
 
 
 def test_an_unwritable_cache_root_names_the_variable_that_moves_it(monkeypatch, tmp_path):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vlbias import runner
+from vlbias import profiles
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = sorted((REPO / "book").glob("part*_exercises.md"))
@@ -53,18 +53,18 @@ def test_exercise_commands_name_notebooks_and_parameters_that_exist(page):
         only = [argv[i + 1] for i, a in enumerate(argv) if a == "--only"]
         assignments = [argv[i + 1] for i, a in enumerate(argv) if a == "--set"]
         assert only, argv
-        plan = runner.plan_run(REPO, profile, only, assignments)  # raises on unknown names
+        plan = profiles.plan_run(REPO, profile, only, assignments)  # raises on unknown names
         for text in assignments:
-            key, value = runner.parse_assignment(text)
+            key, value = profiles.parse_assignment(text)
             assert any(parameters.get(key) == value for parameters in plan.parameters.values()), text
 
 
 def test_worked_numbers_in_the_solutions():
-    from vlbias.colorfoil.benchmark import f1_from_accuracy
-    from vlbias.harms.weat import effect_size_from_scores, weat_test_from_scores
+    from vlbias.colorfoil.evaluation import f1_from_accuracy
     from vlbias.markedness.self_similarity import released_code_expectation
     from vlbias.t2i.bias import vrbs
     from vlbias.t2i.cads import cads_gamma
+    from vlbias.weat import effect_size_from_scores, weat_test_from_scores
 
     # Part I: the released code's bias (1 - s)/n
     assert released_code_expectation(0.6, 50) - 0.6 == pytest.approx(0.008)

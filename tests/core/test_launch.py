@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vlbias import launch, runner
+from vlbias import launch, profiles
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -22,7 +22,7 @@ def shell():
 
 def test_parameters_cell_values_are_replaced_by_the_profiles_once(shell, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    expected = runner.plan_run(REPO, "demo", ["01b_markedness"]).parameters["01b_markedness"]
+    expected = profiles.plan_run(REPO, "demo", ["01b_markedness"]).parameters["01b_markedness"]
     parameters = launch.run_with_profile("01b_markedness", "demo", shell=shell, root=REPO)
     assert parameters == expected and parameters["model_spec"] == "tiny:clip"
     shell.run_cell("x = 1")  # a cell before the parameters cell changes nothing
@@ -35,7 +35,7 @@ def test_parameters_cell_values_are_replaced_by_the_profiles_once(shell, monkeyp
 
 
 def test_an_unknown_notebook_is_named(shell):
-    with pytest.raises(runner.RunnerError, match="01z_nothing"):
+    with pytest.raises(profiles.RunnerError, match="01z_nothing"):
         launch.run_with_profile("01z_nothing", shell=shell, root=REPO)
 
 
@@ -140,7 +140,7 @@ def test_binder_post_build_prepares_every_notebook_with_the_demo_profile(tmp_pat
     assert (tmp_path / "pip.log").read_text().splitlines() == [
         "install --no-cache-dir --no-deps -r requirements-nodeps.txt", "install --no-cache-dir --no-deps -e ."]
     for path in sorted((copy / "notebooks").glob("*.ipynb")):
-        expected = runner.plan_run(REPO, "demo", [path.stem]).parameters[path.stem]
+        expected = profiles.plan_run(REPO, "demo", [path.stem]).parameters[path.stem]
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         injected = [c for c in cells if "injected-parameters" in c["metadata"].get("tags", [])]
         assert len(injected) == 1, path.stem
@@ -214,7 +214,7 @@ def test_in_colab_the_first_cell_clones_this_repository_and_installs_exactly_the
                         pip + ["--no-deps", "-r", f"{COLAB_CHECKOUT}/requirements-nodeps.txt"]]
     assert directories == [f"{COLAB_CHECKOUT}/notebooks"] and sys.path[0] == f"{COLAB_CHECKOUT}/src"
     shell.run_cell('profile = "full"')  # the parameters cell
-    expected = runner.plan_run(REPO, "demo", [name]).parameters[name]
+    expected = profiles.plan_run(REPO, "demo", [name]).parameters[name]
     assert {key: shell.user_ns[key] for key in expected} == expected
 
 

@@ -1,4 +1,5 @@
-"""The tree shows the architecture: core layers never import a part; ``vlbias.metrics`` indexes the parts."""
+"""The tree shows the architecture: core layers never import a part, a part never imports another part
+(what two parts share lives in the core); ``vlbias.metrics`` indexes the parts."""
 
 import ast
 import importlib
@@ -11,13 +12,16 @@ PACKAGE = Path(importlib.import_module("vlbias").__file__).parent
 PARTS = ("markedness", "colorfoil", "harms", "t2i")
 # the public index, the command line and precompute (which runs the parts' cached calls) may see every part
 ABOVE_THE_PARTS = {"metrics.py", "__main__.py", "precompute.py"}
+# core modules that hold measures two parts share
+SHARED_MEASURES = {"vlbias.stats", "vlbias.weat"}
 
 
-def imported_modules(path: Path) -> set[str]:
-    """Absolute dotted names of everything ``path`` imports (relative imports resolved)."""
+def imported_modules(path: Path, source: str | None = None) -> set[str]:
+    """Absolute dotted names of everything ``path`` imports (relative imports resolved); ``source``
+    stands in for the file's text (a probe that is not in the package)."""
     package = ".".join(("vlbias", *path.relative_to(PACKAGE).parent.parts))
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(path.read_text() if source is None else source)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -40,6 +44,31 @@ def test_core_layers_never_import_a_part():
     assert not offenders, offenders
 
 
+def other_parts_imported(path: Path, source: str | None = None) -> list[str]:
+    """The modules of other parts that a part's file ``path`` imports."""
+    own = path.relative_to(PACKAGE).parts[0]
+    return sorted(name for name in imported_modules(path, source) for part in PARTS
+                  if part != own and (name == f"vlbias.{part}" or name.startswith(f"vlbias.{part}.")))
+
+
+def test_parts_never_import_each_other():
+    offenders = [f"{path.relative_to(PACKAGE)} imports {name}"
+                 for part in PARTS for path in (PACKAGE / part).rglob("*.py") for name in other_parts_imported(path)]
+    assert not offenders, offenders
+
+
+def test_the_part_check_sees_another_part_however_it_is_imported():
+    # the check above must be able to fail: each of these lines in a Part I file is reported
+    probe = PACKAGE / "markedness" / "probe.py"
+    for line in ("from ..harms.weat import caliskan_tests", "from ..harms import weat",
+                 "import vlbias.colorfoil.controls", "from vlbias.t2i import bias",
+                 "def f():\n    from ..harms.measures import torch_threads"):
+        assert other_parts_imported(probe, line), line
+    # its own modules and the core are allowed
+    for line in ("from .prompts import prompt_set", "from ..weat import caliskan_tests", "from .. import stats"):
+        assert not other_parts_imported(probe, line), line
+
+
 def test_the_layout_check_sees_relative_imports_of_a_part(tmp_path):
     # the check above must be able to fail: a core-level file importing a part is reported
     probe = PACKAGE / "cache.py"
@@ -48,11 +77,11 @@ def test_the_layout_check_sees_relative_imports_of_a_part(tmp_path):
     assert "vlbias.embeddings" in names and "vlbias.markedness.unmarked" in names
 
 
-def test_every_measure_in_metrics_is_defined_in_a_part_or_in_stats():
+def test_every_measure_in_metrics_is_defined_in_a_part_or_in_the_core_shared_measures():
     for name in metrics.__all__:
         function = getattr(metrics, name)
         home = function.__module__
-        assert home == "vlbias.stats" or home.split(".")[1] in PARTS, (name, home)
+        assert home in SHARED_MEASURES or home.split(".")[1] in PARTS, (name, home)
         assert getattr(importlib.import_module(home), name) is function
 
 

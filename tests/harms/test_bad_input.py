@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from vlbias.harms.measures import amplification_slope, false_positive_rates
-from vlbias.harms.weat import weat_effect_size, weat_test, weat_test_from_scores
+from vlbias.weat import weat_effect_size, weat_test, weat_test_from_scores
 
 
 def sets(seed=0, n=6, d=5):

@@ -36,7 +36,7 @@ def _classifier(directory, labels):
     """A random 1-layer BERT sequence classifier with the given label names, saved to ``directory``."""
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
-    from vlbias.models.tiny_tokenizers import write_wordpiece_vocab
+    from vlbias.models.tiny.tokenizers import write_wordpiece_vocab
 
     vocab_size = write_wordpiece_vocab(directory)
     tokenizer = BertTokenizer(str(directory / "vocab.txt"), do_lower_case=True)
@@ -97,20 +97,6 @@ def test_chat_prompt_uses_the_template_only_when_there_is_one():
     no_template.chat_template = None
     assert harms.chat_prompt(Bare(no_template), "Write a story.") == "Write a story."
     assert harms.chat_prompt(Bare(), "Write a story.") == "Write a story."
-
-
-def test_torch_threads_sets_and_restores_the_thread_count():
-    before = torch.get_num_threads()
-    target = 1 if before != 1 else 2
-    with harms.torch_threads(target):
-        assert torch.get_num_threads() == target
-    assert torch.get_num_threads() == before
-    with pytest.raises(RuntimeError):
-        with harms.torch_threads(target):
-            raise RuntimeError("inside")
-    assert torch.get_num_threads() == before
-    with harms.torch_threads(None):
-        assert torch.get_num_threads() == before
 
 
 def test_generate_stories_keeps_its_first_samples_when_more_are_asked_for(isolated_cache):

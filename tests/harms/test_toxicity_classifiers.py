@@ -13,7 +13,7 @@ def build_classifier(directory, labels, problem_type):
     """A random 2-layer BERT sequence classifier with the demo WordPiece vocabulary, saved to ``directory``."""
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
-    from vlbias.models.tiny_tokenizers import write_wordpiece_vocab
+    from vlbias.models.tiny.tokenizers import write_wordpiece_vocab
 
     vocab_size = write_wordpiece_vocab(directory)
     tokenizer = BertTokenizer(str(directory / "vocab.txt"), do_lower_case=True)
@@ -57,3 +57,13 @@ def test_the_toxic_label_is_checked():
     with pytest.raises(ValueError, match="pass toxic_label"):
         toxic_label_index({0: "LABEL_0", 1: "LABEL_1"}, "some/local-model")
     assert toxic_label_index({0: "non-toxic", 1: "toxic"}, "some/local-model") == 1
+
+
+def test_the_profanity_classifier_scores_offensiveness_under_its_old_and_new_spec():
+    from profanity_check import predict_prob  # the package's own scores
+
+    texts = ["you are an idiot", "have a nice day", "damn it"]
+    for spec in ("asset:profanity-check", "profanity-check"):  # the bare name of older profiles still works
+        score = load_toxicity_classifier(spec)
+        assert score.toxic_label == "offensive"
+        np.testing.assert_array_equal(score(texts), predict_prob(texts))

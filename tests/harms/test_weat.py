@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vlbias.harms.weat import (association_scores, effect_size_from_scores, run_weat_battery, weat_effect_size,
-                               weat_p_value, weat_test, weat_test_from_scores)
-from vlbias.harms.word_vectors import WordVectors, load_word2vec_binary, load_text_vectors
+from vlbias.harms.word_vectors import WordVectors, load_text_vectors, load_word2vec_binary
+from vlbias.weat import (association_scores, effect_size_from_scores, run_weat_battery, weat_effect_size,
+                         weat_p_value, weat_test, weat_test_from_scores)
 
 
 def angle(theta_degrees):
@@ -118,7 +118,7 @@ def test_battery_reports_missing_words_and_skips_empty_sets():
 
 
 def test_caliskan_word_lists_are_whole_words():
-    from vlbias.harms.weat import caliskan_tests
+    from vlbias.weat import caliskan_tests
 
     tests = {test["id"]: test for test in caliskan_tests()}
     assert tests["WEAT10"]["B"][-1] == "failure"
@@ -148,8 +148,8 @@ def test_word2vec_binary_and_text_readers(tmp_path):
 
 
 def test_sentence_encoder_mean_pools_unit_rows_and_batches_consistently():
-    from vlbias.harms.weat import sentence_embedder
-    from vlbias.harms.word_vectors import load_sentence_encoder
+    from vlbias.models import load_sentence_encoder
+    from vlbias.weat import sentence_embedder
 
     encode = load_sentence_encoder("tiny:mlm")
     texts = ["this is a nurse .", "the doctor said that he was late .", "she"]
@@ -163,8 +163,6 @@ def test_sentence_encoder_mean_pools_unit_rows_and_batches_consistently():
 
 
 def test_published_vector_files_are_read_from_the_data_folder(tmp_path, monkeypatch):
-    import yaml
-
     from vlbias.harms.word_vectors import WORD_VECTOR_FILES, load_word_vectors
 
     monkeypatch.setenv("VLBIAS_DATA_DIR", str(tmp_path))
@@ -183,8 +181,10 @@ def test_published_vector_files_are_read_from_the_data_folder(tmp_path, monkeypa
     # the full profile measures on them first; the small vectors follow as a comparison
     from pathlib import Path
 
-    full = yaml.safe_load((Path(__file__).parents[2] / "params" / "full.yml").read_text())
-    specs = full["notebooks"]["03b_weat"]["word_vector_specs"]
+    from vlbias import profiles
+
+    root = Path(__file__).parents[2]
+    specs = profiles.notebook_parameters(root, "03b_weat", profiles.plan_run(root, "full", ["03b_weat"]))["word_vector_specs"]
     assert specs[:2] == list(WORD_VECTOR_FILES) and "glove-6b-50d" in specs[2:]
 
 

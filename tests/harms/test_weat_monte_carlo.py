@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vlbias.harms.weat import caliskan_tests, random_subset_sums, weat_test_from_scores
+from vlbias.weat import caliskan_tests, random_subset_sums, weat_test_from_scores
 
 
 def test_most_extreme_split_has_monte_carlo_p_one_over_n_plus_one_never_zero():

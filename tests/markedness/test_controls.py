@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vlbias.harms.weat import caliskan_tests, seat_sentences, weat_test
 from vlbias.markedness.controls import (group_term_tests, text_beside_unmarked, text_encoder_weat,
                                         text_side_control, text_similarity_to_person)
 from vlbias.markedness.prompts import RACES, prompt_set
+from vlbias.weat import caliskan_tests, seat_sentences, weat_test
 
 DIM = 64
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from scipy import stats
 
-from vlbias.models import load_text_to_image
+from vlbias.models import load_text_to_image, parse_spec
 from vlbias.models.trained import trained_checkpoint
 from vlbias.models.world_diffusion import DiffusionTrainingConfig, train_world_diffusion
 from vlbias.t2i import controlled as ct
@@ -44,7 +44,7 @@ def test_training_reproduces_bit_for_bit_under_its_seed(tmp_path):
 
 
 def test_trained_spec_loads_behind_the_text_to_image_interface(small_model, tmp_path):
-    assert small_model.weights_id.startswith(SMALL + "@world-diffusion-")
+    assert small_model.weights_id.startswith(parse_spec(SMALL).canonical + "@sha256:")
     assert small_model.native_size == 8 and not small_model.safety_checker_enabled
     jobs = ct.kind_jobs(2, kinds=["circle", "star"])
     assert jobs["prompt"].tolist() == ["a photo of a circle"] * 2 + ["a photo of a star"] * 2

@@ -1,3 +1,3 @@
-"""Part II: ColorFoil (Samin et al. 2024): foil construction (`foils`, `benchmark`), scoring and
-evaluation (`benchmark`), figures (`plots`) and the easy-VQA colour model trained in the book
+"""Part II: ColorFoil (Samin et al. 2024): foil construction (`foils`, `construction`), scoring and
+evaluation (`evaluation`), figures (`plots`) and the easy-VQA colour model trained in the book
 (`colour_model`)."""

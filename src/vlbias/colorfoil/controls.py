@@ -24,7 +24,7 @@ import pandas as pd
 from PIL import Image
 
 from ..stats import mcnemar_exact, paired_accuracy_difference  # noqa: F401  (were defined here; shared now)
-from .benchmark import candidate_lists, correct_at, per_colour_accuracy
+from .evaluation import candidate_lists, correct_at, per_colour_accuracy
 
 
 def _blank_missing_foils(scores: np.ndarray, benchmark: pd.DataFrame, max_foils: int) -> np.ndarray:
@@ -52,20 +52,20 @@ def language_model_scores(model, benchmark: pd.DataFrame, max_foils: int = 4, ba
     """(n_rows, 1 + max_foils) total log-probabilities of caption and foils under a language model
     (``load_language_model(spec)``, any causal LM spec; masked LMs give pseudo-log-likelihoods).
 
-    Laid out like :func:`vlbias.colorfoil.benchmark.score_benchmark`, so :func:`correct_at` and
+    Laid out like :func:`vlbias.colorfoil.evaluation.score_benchmark`, so :func:`correct_at` and
     the evaluation tables read it unchanged. A foil changes only colour words, so caption and foils
     share every other token; the sum over tokens compares them on the words that differ (and on
     how the rest reads after them). ``threads``: torch threads while scoring (None keeps the current
     setting); one is fastest for short texts on a small shared CPU, as in
-    :class:`vlbias.harms.measures.torch_threads` (measured here: 10 captions with 4 foils, 5 s with
+    :func:`vlbias.device.torch_threads` (measured here: 10 captions with 4 foils, 5 s with
     one thread, 39 s with two on a busy 2-core machine).
     """
-    from ..cache import compute_chunked
+    from ..cache import compute_chunked, model_identity
     from ..embeddings import texts_identity
-    from ..harms.measures import torch_threads
+    from ..device import torch_threads
 
     def score_texts(texts: list[str]) -> np.ndarray:
-        key = {"what": "colorfoil-lm-scores", "model": getattr(model, "weights_id", None) or str(model.spec),
+        key = {"what": "colorfoil-lm-scores", "model": model_identity(model),
                "kind": getattr(model, "kind", ""), "texts": texts_identity(texts)}
 
         def compute(start: int, stop: int) -> np.ndarray:

@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from ..paths import cache_dir
+from ..paths import cache_dir, staged_directory
 from .base import DatasetNotFoundError, ImageDataset, file_sha256, make_identity, sha256_hex
 from .registry import not_found_message, register_dataset, register_fixture
 
@@ -51,8 +49,12 @@ def spread_shares(spread: float = 0.8, kinds=KINDS) -> dict[str, float]:
 
 
 #: the first colour's share per kind: 10% to 90%, balanced over the kinds (mean 50%)
-DEFAULT_SHARES = spread_shares(0.8)
+#: how far red's share spreads around 50% by default: the 10%-90% table
+DEFAULT_SHARE_SPREAD = 0.8
+DEFAULT_SHARES = spread_shares(DEFAULT_SHARE_SPREAD)
 CAPTION_TEMPLATE = "a photo of a {}"
+#: how often a caption names each colour by default
+NAMED_DEFAULT = 0.9
 SPLITS = ("train", "test")
 _SPLIT_STREAMS = {"train": 1, "test": 2}  # picture seeds differ per split, captions per split too
 
@@ -65,7 +67,7 @@ def world_parameters(shares: dict[str, float] | None = None, named: dict[str, fl
     colour -> probability that a caption names it (default 0.9 for each).
     """
     shares = dict(DEFAULT_SHARES if shares is None else shares)
-    named = {colour: 0.9 for colour in COLOURS} | dict(named or {})
+    named = {colour: NAMED_DEFAULT for colour in COLOURS} | dict(named or {})
     unknown = sorted(set(shares) - set(KINDS)) + sorted(set(named) - set(COLOURS))
     if unknown:
         raise ValueError(f"unknown kinds or colours {unknown}: kinds are {list(KINDS)}, colours {list(COLOURS)}")
@@ -193,6 +195,17 @@ def world_key(parameters: dict) -> str:
     return sha256_hex(json.dumps(parameters, sort_keys=True))[:16]
 
 
+def world_defaults() -> dict:
+    """The defaults of a world's parameters, as the trained recipes' options name them:
+    ``share_spread``, ``named`` (colour -> probability), ``train_per_kind``, ``test_per_kind``,
+    ``image_size`` and ``seed`` (one source: :func:`world_parameters`' signature)."""
+    import inspect
+
+    defaults = {name: parameter.default for name, parameter in inspect.signature(world_parameters).parameters.items()
+                if name not in ("shares", "named")}
+    return {"share_spread": DEFAULT_SHARE_SPREAD, "named": {colour: NAMED_DEFAULT for colour in COLOURS}, **defaults}
+
+
 def world_root(**parameters) -> Path:
     """``cache_dir()/worlds/<key>``: the world of these parameters, generated on first use.
 
@@ -200,19 +213,14 @@ def world_root(**parameters) -> Path:
     """
     canonical = world_parameters(**parameters)
     target = cache_dir() / "worlds" / f"world-{world_key(canonical)}"
-    if (target / "world.json").exists():
+
+    def written(directory: Path) -> bool:
+        return (directory / "world.json").exists()
+
+    if written(target):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".world-", dir=target.parent))
-    try:
+    with staged_directory(target, prefix=".world-", complete=written) as staging:
         write_world(staging, **parameters)
-        try:
-            staging.rename(target)
-        except OSError:
-            if not (target / "world.json").exists():  # otherwise a concurrent writer won the race
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return target
 
 

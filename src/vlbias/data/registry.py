@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Callable
 
-from ..paths import cache_dir, data_dir
+from ..paths import cache_dir, data_dir, staged_directory
 from .base import DatasetNotFoundError, ImageDataset, files_listing_hash, stat_image_files
 
 #: name -> loader(root: Path, split, **options) -> ImageDataset
@@ -90,27 +88,18 @@ def fixture_root(name: str, seed: int = 0) -> Path:
     _check_known(name, FIXTURE_WRITERS)
     target = cache_dir() / "fixtures" / name
     wanted = {"name": name, "version": FIXTURE_VERSIONS[name], "seed": seed}
-    marker = target / FIXTURE_MARKER
-    if marker.exists():
+
+    def written(directory: Path) -> bool:  # by this writer's version and seed, not an older one
         try:
-            if json.loads(marker.read_text()) == wanted:
-                return target
+            return json.loads((directory / FIXTURE_MARKER).read_text()) == wanted
         except (OSError, ValueError):
-            pass
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
-    try:
+            return False
+
+    if written(target):
+        return target
+    with staged_directory(target, prefix=f".{name}-", complete=written) as staging:
         write_fixture(name, staging, seed=seed)
         (staging / FIXTURE_MARKER).write_text(json.dumps(wanted))
-        if target.exists():
-            shutil.rmtree(target, ignore_errors=True)
-        try:
-            staging.rename(target)
-        except OSError:
-            if not (target / FIXTURE_MARKER).exists():  # otherwise a concurrent writer won the race
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return target
 
 

@@ -14,8 +14,8 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
+from ..weat import weat_test
 from . import measures as harms
-from .weat import weat_test
 
 
 #: where a Part III page's numbers come from: the chapter's simulation only, or also a real model
@@ -75,7 +75,7 @@ def simulated_weat_vectors(seed: int | None = None, dim: int | None = None, nois
 
 
 def simulated_weat(vector_seed: int | None = None, **test_options):
-    """:func:`vlbias.harms.weat.weat_test` on the chapter's simulated vectors (exact: 12,870 partitions).
+    """:func:`vlbias.weat.weat_test` on the chapter's simulated vectors (exact: 12,870 partitions).
 
     ``vector_seed`` builds the vectors (default: the chapter's 42); ``test_options`` go to
     ``weat_test`` (its ``seed`` only drives Monte Carlo draws).

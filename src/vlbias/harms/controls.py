@@ -3,7 +3,8 @@ the number of tests and the prompt template chosen.
 
 - :func:`weat_bootstrap` resamples the words of each set with replacement (an interval over words,
   not over embeddings trained anew); :func:`leave_one_word_out` drops one word at a time.
-- :func:`holm_adjust` controls the family-wise error across a battery of tests (WEAT 1-10).
+- :func:`vlbias.stats.with_holm` (Holm's adjustment within each set of embeddings) controls the
+  family-wise error across a battery of tests (WEAT 1-10).
 - :func:`template_sensitivity` measures the stereotyping gap with each template alone.
 """
 
@@ -15,29 +16,10 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..stats import holm_adjust  # noqa: F401  (was defined here; shared now)
-from .weat import effect_size_from_scores, unit_rows
+from ..stats import unit_rows
+from ..weat import effect_size_from_scores
 
 WEAT_SETS = ("X", "Y", "A", "B")
-
-
-# --------------------------------------------------------------------------- multiple comparisons
-
-def with_holm(table: pd.DataFrame, p_column: str = "p_value", by: str | None = "embeddings",
-              alpha: float = 0.05) -> pd.DataFrame:
-    """``table`` plus ``p_holm`` (Holm-adjusted within each ``by`` group, e.g. one set of embeddings
-    across WEAT 1-10) and whether the raw and the adjusted p-values are below ``alpha``."""
-    if p_column not in table:
-        raise ValueError(f"table has no column {p_column!r}; name the p-value column with p_column=")
-    out = table.copy()
-    groups = [np.arange(len(out))] if by is None else list(out.groupby(by, sort=False).indices.values())
-    adjusted = np.full(len(out), np.nan)
-    for rows in groups:
-        adjusted[rows] = holm_adjust(out[p_column].to_numpy(dtype=float)[rows])
-    out["p_holm"] = adjusted
-    out[f"p < {alpha}"] = out[p_column] < alpha
-    out[f"p_holm < {alpha}"] = out["p_holm"] < alpha
-    return out
 
 
 # --------------------------------------------------------------------------- WEAT over words
@@ -166,7 +148,7 @@ def weat_battery_controls(embed, tests: list[dict], n_bootstrap: int = 2000, con
                           resample: str = "all", seed: int = 0, name: str = "") -> pd.DataFrame:
     """Per test: the bootstrap interval of d over words and the range of d when one word is left out.
 
-    ``embed`` and ``tests`` as in :func:`vlbias.harms.weat.run_weat_battery` (merge on
+    ``embed`` and ``tests`` as in :func:`vlbias.weat.run_weat_battery` (merge on
     ``embeddings``, ``test``). Tests with fewer than 3 target words get NaN.
     """
     rows = []

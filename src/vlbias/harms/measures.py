@@ -182,32 +182,6 @@ def chat_prompt(model: LanguageModel, instruction: str) -> str:
     return instruction
 
 
-class torch_threads:
-    """Temporarily set torch's intra-op thread count (restored on exit).
-
-    Token-by-token decoding runs many tiny matrix products; on a small, shared CPU the threads'
-    synchronisation costs more than they save (measured: 6 stories x 48 tokens of SmolLM2-135M took
-    54 s with 2 threads on a busy 2-core machine, 7 s with 1).
-    """
-
-    def __init__(self, count: int | None):
-        self.count = count
-
-    def __enter__(self):
-        import torch
-
-        self.previous = torch.get_num_threads()
-        if self.count:
-            torch.set_num_threads(self.count)
-        return self
-
-    def __exit__(self, *exc):
-        import torch
-
-        torch.set_num_threads(self.previous)
-        return False
-
-
 def generate_stories(model: LanguageModel, scenarios: dict[str, str], n_per_scenario: int,
                      max_new_tokens: int = 60, temperature: float = 1.0, top_p: float = 0.95, seed: int = 0,
                      batch_size: int = 8, use_chat_template: bool = True, progress: bool = True,
@@ -222,6 +196,7 @@ def generate_stories(model: LanguageModel, scenarios: dict[str, str], n_per_scen
     import json
 
     from ..cache import cache_key, entry_dir, write_atomically
+    from ..device import torch_threads
 
     rows = []
     for name, instruction in tqdm(scenarios.items(), desc="scenarios", disable=not progress):
@@ -286,6 +261,7 @@ KNOWN_TOXIC_LABELS = {
     "unitary/unbiased-toxic-roberta": "toxicity",          # sigmoid, 16 labels (Jigsaw 2019)
     "martin-ha/toxic-comment-model": "toxic",
     "cardiffnlp/twitter-roberta-base-offensive": "offensive",
+    "asset:profanity-check": "offensive",                  # calibrated linear SVM, {not offensive, offensive}
 }
 TOXIC_WORDS = ("toxic", "offensive", "hate", "abusive")
 
@@ -309,45 +285,34 @@ def toxic_label_index(id2label: dict, spec: str, toxic_label: str | None = None)
     return matches[0]
 
 
-def load_toxicity_classifier(spec: str, device: str = "cpu", batch_size: int = 32, toxic_label: str | None = None):
-    """``score(texts) -> P(toxic/offensive)`` per text.
+#: spec strings older profiles used, and the spec each now is (same classifier, same scores)
+LEGACY_CLASSIFIER_SPECS = {"profanity-check": "asset:profanity-check"}
 
-    ``profanity-check``: the linear offensiveness classifier of ``alt-profanity-check`` (offline).
-    Anything else: a Hugging Face text-classification model (hub id or directory, e.g.
-    ``s-nlp/roberta_toxicity_classifier``); the score is the probability of ``toxic_label``
+
+def load_toxicity_classifier(spec: str, device: str = "cpu", batch_size: int = 32, toxic_label: str | None = None):
+    """``score(texts) -> P(toxic/offensive)`` per text, from :func:`vlbias.models.load_text_classifier`.
+
+    ``asset:profanity-check``: the linear offensiveness classifier of ``alt-profanity-check``
+    (offline; the bare ``profanity-check`` of older profiles is the same spec). Anything else: a
+    Hugging Face text-classification model (hub id or directory, e.g.
+    ``s-nlp/roberta_toxicity_classifier``). The score is the probability of ``toxic_label``
     (default: :data:`KNOWN_TOXIC_LABELS` for known models, else the one label naming toxicity;
     see :func:`toxic_label_index`). Multi-label classifiers (config ``problem_type`` =
     ``multi_label_classification``, e.g. ``unitary/toxic-bert``) are scored with a sigmoid of
     that label's logit, as they were trained; single-label ones with a softmax over the labels.
+    ``score.toxic_label`` and ``score.activation`` say which was used.
     """
-    if spec == "profanity-check":
-        try:
-            from profanity_check import predict_prob
-        except ImportError as error:
-            raise ImportError("the 'profanity-check' classifier needs `pip install alt-profanity-check==1.9.1`") from error
-        return lambda texts: np.asarray(predict_prob(list(texts)), dtype=float)
+    from ..models import load_text_classifier
 
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(spec)
-    model = AutoModelForSequenceClassification.from_pretrained(spec).to(device).eval()
-    toxic = toxic_label_index(model.config.id2label, spec, toxic_label)
-    multi_label = model.config.problem_type == "multi_label_classification"
+    spec = LEGACY_CLASSIFIER_SPECS.get(spec, spec)
+    classifier = load_text_classifier(spec, device=device, batch_size=batch_size)
+    toxic = toxic_label_index(classifier.labels, spec, toxic_label)
 
     def score(texts):
-        out = []
-        for start in range(0, len(texts), batch_size):
-            batch = tokenizer(list(texts[start:start + batch_size]), padding=True, truncation=True,
-                              return_tensors="pt").to(device)
-            with torch.no_grad():
-                logits = model(**batch).logits.float()
-            probabilities = torch.sigmoid(logits) if multi_label else torch.softmax(logits, -1)
-            out.append(probabilities[:, toxic].cpu().numpy())
-        return np.concatenate(out)
+        return classifier.probabilities(texts)[:, toxic]
 
-    score.toxic_label = model.config.id2label[toxic]
-    score.activation = "sigmoid" if multi_label else "softmax"
+    score.toxic_label = classifier.labels[toxic]
+    score.activation = classifier.activation
     return score
 
 

@@ -1,4 +1,5 @@
-"""Static word vectors (GloVe, word2vec) and sentence embeddings for association tests.
+"""Static word vectors (GloVe, word2vec) for association tests (sentence encoders:
+:func:`vlbias.models.load_sentence_encoder`).
 
 Specs for :func:`load_word_vectors`:
 
@@ -20,7 +21,6 @@ neither form are returned as missing, never silently dropped.
 from __future__ import annotations
 
 import gzip
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -175,42 +175,3 @@ def load_word2vec_binary(path: Path, max_words: int | None = None, name: str | N
             words.append(word.decode("utf-8", errors="replace"))
             matrix[row] = np.frombuffer(handle.read(4 * dim), dtype="<f4")
     return WordVectors(name or Path(path).name, words, matrix)
-
-
-# --------------------------------------------------------------------------- sentence embeddings
-
-def load_sentence_encoder(spec: str, device: str = "cpu"):
-    """A mean-pooling sentence encoder: ``encode(texts) -> unit rows``.
-
-    ``spec``: ``asset:minilm-l6`` (all-MiniLM-L6-v2 from its wheel), a hub id or local directory of
-    a BERT-style encoder, or ``tiny:mlm`` for tests. Mean pooling over real tokens then L2
-    normalisation, as all-MiniLM-L6-v2's sentence-transformers configuration specifies.
-    """
-    import torch
-    from transformers import AutoModel, AutoTokenizer
-
-    from ..models.language import locate_checkpoint
-
-    location = locate_checkpoint(spec).path
-    tokenizer = AutoTokenizer.from_pretrained(location)
-    model = AutoModel.from_pretrained(location).to(device).eval()
-    # a sentence-transformers checkpoint truncates at its own max_seq_length (all-MiniLM-L6-v2: 256
-    # tokens), not at the tokenizer's 512
-    st_config = Path(location) / "sentence_bert_config.json"
-    max_length = json.loads(st_config.read_text(encoding="utf-8"))["max_seq_length"] if st_config.is_file() else None
-
-    def encode(texts: Sequence[str], batch_size: int = 64, progress: bool = True) -> np.ndarray:
-        chunks = []
-        starts = range(0, len(texts), batch_size)
-        for start in tqdm(starts, desc="encode sentences", disable=not progress or len(starts) < 2):
-            batch = tokenizer(list(texts[start:start + batch_size]), padding=True, truncation=True,
-                              max_length=max_length, return_tensors="pt").to(device)
-            with torch.no_grad():
-                hidden = model(**batch).last_hidden_state
-            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
-            chunks.append(torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy())
-        return np.concatenate(chunks) if chunks else np.zeros((0, model.config.hidden_size))
-
-    encode.spec = spec
-    return encode

@@ -6,7 +6,7 @@ images of that group will often be unmarked whatever they show. :func:`text_side
 that text-only geometry for every prompt prefix; :func:`text_beside_unmarked` puts it beside the
 image-based rates of :func:`vlbias.markedness.unmarked.prompt_sensitivity`.
 
-:func:`text_encoder_weat` runs the WEAT of Part III (:mod:`vlbias.harms.weat`, same code) on the
+:func:`text_encoder_weat` runs the WEAT that Part III runs (:mod:`vlbias.weat`, same code) on the
 image-text model's text encoder, with names and the study's group terms against pleasant and
 unpleasant words (:func:`group_term_tests`).
 """
@@ -106,7 +106,7 @@ def group_term_tests(attributes_from: str = "WEAT3", nouns: Sequence[str] = GROU
     Gendered nouns (man, woman) are left out of the gender test, whose terms would otherwise
     contradict themselves ("a female man").
     """
-    from ..harms.weat import caliskan_tests
+    from ..weat import caliskan_tests
 
     source = next((t for t in caliskan_tests() if t["id"] == attributes_from), None)
     if source is None:
@@ -131,13 +131,13 @@ def group_term_tests(attributes_from: str = "WEAT3", nouns: Sequence[str] = GROU
 def text_encoder_weat(model, tests: list[dict] | None = None, templates: Sequence[str] = ("a photo of {}.",),
                       n_permutations: int = 100_000, max_exact: int = 1_000_000, seed: int = 0,
                       name: str | None = None) -> pd.DataFrame:
-    """:func:`vlbias.harms.weat.run_weat_battery` on an image-text model's text encoder.
+    """:func:`vlbias.weat.run_weat_battery` on an image-text model's text encoder.
 
     Every word is put into each of ``templates`` (SEAT-style; "a photo of {}." is how the model met
     text in training) and embedded with ``model.encode_texts``. ``tests`` default to the Caliskan
     tests with names (WEAT3-5, 10) plus :func:`group_term_tests`.
     """
-    from ..harms.weat import caliskan_tests, run_weat_battery, sentence_embedder
+    from ..weat import caliskan_tests, run_weat_battery, sentence_embedder
 
     if getattr(model, "kind", "dual") != "dual":
         raise TypeError(f"{model.spec} is a {model.kind} model without a text encoder; use a dual encoder")

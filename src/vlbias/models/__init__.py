@@ -8,22 +8,24 @@ See :mod:`vlbias.models.spec` for the spec forms.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import ModelUnavailableError
 from .base import ImageTextModel, LanguageModel, TextToImageModel
 from .spec import ModelSpec, locate, parse_spec
-from .tiny import TINY_BUILDERS, register_tiny, tiny_checkpoint
+from .tiny import TINY_BUILDERS, load_tiny_builders, register_tiny, tiny_builder, tiny_checkpoint
+
+if TYPE_CHECKING:
+    from .sentence_encoder import SentenceEncoder
+    from .text_classifier import TextClassifier
 
 __all__ = [
     "ImageTextModel", "LanguageModel", "TextToImageModel", "ModelSpec", "parse_spec", "locate",
     "ModelUnavailableError",
-    "TINY_BUILDERS", "register_tiny", "tiny_checkpoint",
-    "load_image_text_model", "load_language_model", "load_text_to_image", "for_each_model",
+    "TINY_BUILDERS", "register_tiny", "tiny_builder", "tiny_checkpoint", "load_tiny_builders",
+    "load_image_text_model", "load_language_model", "load_text_to_image", "load_text_classifier",
+    "load_sentence_encoder", "for_each_model",
 ]
-
-
-def _load_backends() -> None:
-    """Import the backend modules so that their tiny builders register themselves."""
-    from . import image_text, language, text_to_image  # noqa: F401
 
 
 def load_image_text_model(spec: str, device=None, half: bool | None = None) -> ImageTextModel:
@@ -45,6 +47,22 @@ def load_text_to_image(spec: str, device=None, half: bool | None = None) -> Text
     from .text_to_image import load_text_to_image as load
 
     return load(spec, device=device, half=half)
+
+
+def load_text_classifier(spec: str, device="cpu", batch_size: int = 32) -> "TextClassifier":
+    """Load a text classifier by spec (hub id, local directory, ``asset:profanity-check``); see
+    :mod:`vlbias.models.text_classifier`."""
+    from .text_classifier import load_text_classifier as load
+
+    return load(spec, device=device, batch_size=batch_size)
+
+
+def load_sentence_encoder(spec: str, device="cpu") -> "SentenceEncoder":
+    """Load a mean-pooling sentence encoder by spec (``asset:minilm-l6``, hub id, local directory,
+    ``tiny:mlm``); see :mod:`vlbias.models.sentence_encoder`."""
+    from .sentence_encoder import load_sentence_encoder as load
+
+    return load(spec, device=device)
 
 
 def for_each_model(specs, work, load=None, **load_kwargs):

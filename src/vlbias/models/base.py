@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from PIL import Image
+
+if TYPE_CHECKING:
+    from .identity import ModelIdentity
 
 
 def dtype_name(dtype) -> str:
@@ -15,8 +18,9 @@ def dtype_name(dtype) -> str:
 
 
 def describe_model(model) -> dict:
-    """What about a model decides its outputs, for cache keys: the weights (``weights_id``, else
-    the spec), dtype, kind and image preprocessing, each where the model has it."""
+    """The cache-key identity of a stand-in that no loader identified (a test double, a wrapper):
+    the weights (``weights_id``, else the spec), dtype, kind and image preprocessing, each where the
+    model has it. Loaded models are keyed by their :class:`~vlbias.models.identity.ModelIdentity`."""
     dtype = getattr(model, "dtype", None)
     weights = getattr(model, "weights_id", None) or str(getattr(model, "spec", type(model).__name__))
     return {"weights": weights, "dtype": None if dtype is None else str(dtype).removeprefix("torch."),
@@ -24,29 +28,36 @@ def describe_model(model) -> dict:
 
 
 class CacheIdentity:
-    """``weights_id`` and ``cache_identity()``, shared by the three interfaces."""
+    """``identity``, ``weights_id`` and ``cache_identity()``, shared by the three interfaces.
+
+    The loaders set ``identity`` (:func:`vlbias.models.identity.identify`): the one place that says
+    what the weights are. A model no loader built (a wrapper, a test double) has none and is keyed
+    by its spec, dtype, kind and preprocessing (:func:`describe_model`).
+    """
+
+    #: what decides this model's outputs; set once by the loader
+    identity: "ModelIdentity | None" = None
+
+    @property
+    def architecture_id(self) -> str | None:
+        """What was built, for the identity: the class of the wrapped network or pipeline."""
+        inner = getattr(self, "model", None) or getattr(self, "pipeline", None)
+        return None if inner is None else type(inner).__name__
 
     @property
     def weights_id(self) -> str:
-        """Names the weights in cache keys: the spec, plus the fixture version for ``tiny:`` specs."""
-        explicit = getattr(self, "_weights_id", None)
-        if explicit:
-            return explicit
-        spec = str(self.spec)
-        if spec.startswith("tiny:"):
-            from .tiny import TINY_BUILDERS
-
-            builder = TINY_BUILDERS.get(spec[len("tiny:"):])
-            if builder is not None:  # a rebuilt fixture (new version) never reuses old caches
-                return f"{spec}@{builder.name}-v{builder.version}"
-        return spec
-
-    @weights_id.setter
-    def weights_id(self, value: str) -> None:
-        self._weights_id = value
+        """A short readable name of the identity (:attr:`ModelIdentity.label`): canonical spec, the
+        fingerprint's or revision's first digits, architecture and dtype; without an identity, the
+        spec and dtype."""
+        if self.identity is not None:
+            return self.identity.label
+        dtype = getattr(self, "dtype", None)
+        return str(self.spec) if dtype is None else f"{self.spec}|{dtype}"
 
     def cache_identity(self) -> dict:
-        """See :func:`describe_model`; part of every cache key this model's results go under."""
+        """This model's part of every cache key its results go under (:meth:`ModelIdentity.key`)."""
+        if self.identity is not None:
+            return self.identity.key()
         return describe_model(self)
 
 
@@ -75,17 +86,6 @@ class ImageTextModel(CacheIdentity, ABC):
     @dtype.setter
     def dtype(self, value) -> None:
         self.torch_dtype = value
-
-    @property
-    def weights_id(self) -> str:
-        """The shared weights identity plus the precision, so that fp16 and fp32 results are never
-        reused for each other."""
-        shared = CacheIdentity.weights_id.fget(self)
-        return shared if self.dtype is None else f"{shared}|{self.dtype}"
-
-    @weights_id.setter
-    def weights_id(self, value: str) -> None:
-        self._weights_id = value
 
     @property
     def has_embeddings(self) -> bool:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import torch
 
+from .tiny.tokenizers import bytes_to_unicode
+
 
 def recorded_hf_config(hub_id: str) -> dict:
     """The recorded config, image-processor and tokenizer values of a hub checkpoint."""
@@ -77,19 +79,6 @@ def open_clip_to_hf_clip(state: dict[str, torch.Tensor]) -> dict[str, torch.Tens
     return out
 
 
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible byte -> printable character table, which CLIP's BPE is written in."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    characters, extra = list(printable), 0
-    for byte in range(256):
-        if byte not in printable:
-            printable.append(byte)
-            characters.append(256 + extra)
-            extra += 1
-    return dict(zip(printable, map(chr, characters)))
-
-
 def write_clip_tokenizer_files(directory: str | Path) -> Path:
     """``vocab.json`` and ``merges.txt`` of CLIP's BPE (49,408 tokens), from the vocabulary file that
     open_clip ships, in the order both tokenizers number it: bytes, bytes + ``</w>``, merges, then
@@ -100,7 +89,7 @@ def write_clip_tokenizer_files(directory: str | Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     lines = gzip.open(default_bpe()).read().decode("utf-8").split("\n")
     merges = [tuple(line.split()) for line in lines[1:49152 - 256 - 2 + 1]]
-    symbols = list(_bytes_to_unicode().values())
+    symbols = list(bytes_to_unicode().values())
     vocabulary = symbols + [symbol + "</w>" for symbol in symbols] + ["".join(pair) for pair in merges]
     vocabulary += ["<|startoftext|>", "<|endoftext|>"]
     (directory / "vocab.json").write_text(json.dumps({token: i for i, token in enumerate(vocabulary)}),
@@ -122,13 +111,13 @@ def write_byte_level_bpe_files(directory: str | Path, words, leading: tuple[str,
     """
     merges, merged = [], []
     for word in sorted(set(words)):
-        symbol = _bytes_to_unicode()[ord(" ")]
+        symbol = bytes_to_unicode()[ord(" ")]
         for character in word:
             if (symbol, character) not in merges:
                 merges.append((symbol, character))
                 merged.append(symbol + character)
             symbol += character
-    vocabulary = list(leading) + list(_bytes_to_unicode().values()) + merged + list(trailing)
+    vocabulary = list(leading) + list(bytes_to_unicode().values()) + merged + list(trailing)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "vocab.json").write_text(json.dumps({token: i for i, token in enumerate(vocabulary)}),

@@ -21,8 +21,8 @@ from ..device import resolve_device, resolve_dtype
 from ..errors import ModelUnavailableError, is_unavailable
 from ._batching import batches
 from .base import ImageTextModel
+from .identity import identify
 from .spec import ModelSpec, locate, parse_spec
-from .trained import trained_checkpoint
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -76,8 +76,8 @@ class _ImageTextBase(ImageTextModel):
         self.spec = spec
         self.device = device
         self.torch_dtype = dtype
-        # the spec is part of the id: two checkpoints never share cached image features
-        self.preprocess_id = f"{spec}|{preprocess}"
+        # the preprocessing alone: which weights read the pixels is the identity's weights part
+        self.preprocess_id = preprocess
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(spec={self.spec!r}, kind={self.kind!r}, device={self.device.type}, "
@@ -237,8 +237,14 @@ class OpenClipModel(DualEncoder):
         self.embedding_dim = getattr(model.visual, "output_dim", None)
         super().__init__(spec, device, dtype, "open_clip:" + _describe(
             {key: tuple(value) if isinstance(value, list) else value for key, value in config.items()}))
-        # the activation is part of the weights' identity: GELU results are never reused for QuickGELU
-        self.weights_id = f"{spec}|{self.architecture}|quick_gelu={self.quick_gelu}"
+
+    @property
+    def architecture_id(self) -> str:
+        """The architecture built and its activation: GELU results are never reused for QuickGELU. A
+        saved directory is named by its model class (its config is part of the weights' fingerprint),
+        not by its path, so that a copy elsewhere shares cached results."""
+        built = type(self.model).__name__ if self.architecture.startswith("local-dir:") else self.architecture
+        return f"{built}|quick_gelu={self.quick_gelu}"
 
     def _embed_images(self, images):
         pixels = torch.stack([self.transform(image) for image in images]).to(self.device, self.torch_dtype)
@@ -418,13 +424,13 @@ def _load_hf(spec: ModelSpec, source: str, config: dict, device, dtype) -> Image
     if model_type not in HF_BACKENDS:
         raise ValueError(f"{spec.raw!r} is a {model_type!r} checkpoint; image-text backends exist for "
                          f"{', '.join(sorted(HF_BACKENDS))}.")
-    return HF_BACKENDS[model_type](spec.raw, source, config, device, dtype)
+    return HF_BACKENDS[model_type](spec.display, source, config, device, dtype)
 
 
 def _load_directory(spec: ModelSpec, directory: Path, device, dtype) -> ImageTextModel:
     """A checkpoint saved by open_clip (``open_clip_config.json``) or by ``save_pretrained``."""
     if (directory / "open_clip_config.json").is_file():
-        return OpenClipModel(spec.raw, f"local-dir:{directory}", None, device, dtype)
+        return OpenClipModel(spec.display, f"local-dir:{directory}", None, device, dtype)
     config_path = directory / "config.json"
     if not config_path.is_file():
         raise FileNotFoundError(f"{spec.raw!r}: {directory} holds neither open_clip_config.json "
@@ -451,36 +457,43 @@ def _check_open_clip_name(spec: ModelSpec, model_name: str, pretrained: str | No
 def load_image_text_model(spec: str | ModelSpec, device=None, half: bool | None = None) -> ImageTextModel:
     """Load a dual encoder or a pairwise matcher by spec (see :mod:`vlbias.models.spec`).
 
-    float32 unless ``half=True``, on every device: the released code of both CLIP papers ran
-    fp32, and markedness and ColorFoil decisions turn on cosine/logit margins that fp16 rounds
-    into ties. ``model.dtype`` names the precision and is part of every cache key.
+    float32 unless ``half=True`` (``None`` is float32 too, as for every model kind), on every
+    device: the released code of both CLIP papers ran fp32, and markedness and ColorFoil decisions
+    turn on cosine/logit margins that fp16 rounds into ties. ``model.dtype`` names the precision;
+    ``model.identity`` (:func:`vlbias.models.identity.identify`) says what was loaded and keys
+    every cache.
     """
     parsed = parse_spec(spec)
     device = resolve_device(device)
     dtype = resolve_dtype(device, bool(half))
-    if parsed.source in ("tiny", "trained"):
-        checkpoint = Path(locate(parsed)) if parsed.source == "tiny" else trained_checkpoint(parsed.name)
-        model = _load_directory(parsed, checkpoint, device, dtype)
-        model.weights_id = f"{parsed.raw}@{checkpoint.name}"  # a rebuilt fixture never reuses old caches
-        return model
-    if parsed.source in ("local", "asset"):
-        return _load_directory(parsed, Path(locate(parsed)), device, dtype)
-    if parsed.source == "open_clip" or parsed.name.startswith("hf-hub:"):
-        model_name, pretrained = parsed.name, parsed.tag
-        if model_name.startswith("hf-hub:") and pretrained:  # the repo id was split at its slash
-            model_name, pretrained = f"{model_name}/{pretrained}", None
-        _check_open_clip_name(parsed, model_name, pretrained)
-        try:
-            return OpenClipModel(parsed.raw, model_name, pretrained, device, dtype)
-        except (RuntimeError, OSError) as error:
-            if is_unavailable(error):
-                raise _unavailable(parsed, error) from None
-            raise
+    location = None
+    if parsed.source in ("tiny", "trained", "local", "asset"):  # files here: built, trained, saved or packaged
+        location = Path(locate(parsed))
+        model = _load_directory(parsed, location, device, dtype)
+    elif parsed.source == "open_clip" or parsed.name.startswith("hf-hub:"):
+        model = _load_open_clip(parsed, device, dtype)
+    else:
+        model = _load_hub(parsed, device, dtype)
+    model.identity = identify(parsed, model, location)
+    return model
+
+
+def _load_open_clip(parsed: ModelSpec, device, dtype) -> ImageTextModel:
+    model_name, pretrained = parsed.name, parsed.tag
+    if model_name.startswith("hf-hub:") and pretrained:  # the repo id was split at its slash
+        model_name, pretrained = f"{model_name}/{pretrained}", None
+    _check_open_clip_name(parsed, model_name, pretrained)
+    try:
+        return OpenClipModel(parsed.display, model_name, pretrained, device, dtype)
+    except (RuntimeError, OSError) as error:
+        if is_unavailable(error):
+            raise _unavailable(parsed, error) from None
+        raise
+
+
+def _load_hub(parsed: ModelSpec, device, dtype) -> ImageTextModel:
     config = _hub_config(parsed)
     try:
         return _load_hf(parsed, parsed.name, config, device, dtype)
     except OSError as error:  # config cached but weights or tokenizer files missing
         raise _unavailable(parsed, error) from None
-
-
-from . import _tiny_image_text  # noqa: E402,F401  (registers the tiny:* builders)

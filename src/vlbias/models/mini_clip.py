@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
+
+from ..device import torch_threads
+from ..paths import staged_directory
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def _new_model(directory: Path, config: MiniClipConfig, words: set[str], image_s
     import torch
     from transformers import BertTokenizer, CLIPConfig, CLIPImageProcessor, CLIPModel
 
-    from .tiny_tokenizers import write_wordpiece_vocab
+    from .tiny.tokenizers import write_wordpiece_vocab
 
     write_wordpiece_vocab(directory, extra_words=sorted(words))
     tokenizer = BertTokenizer.from_pretrained(directory, model_max_length=16)
@@ -95,9 +95,13 @@ def train_mini_clip(target: str | Path, examples: Callable[[], TrainingExamples]
     from tqdm import tqdm
 
     target = Path(target)
-    if (target / "training.json").exists() and all(snapshot(target, n).exists() for n in snapshots):
+
+    def trained(directory: Path) -> bool:
+        return (directory / "training.json").exists() and all(snapshot(directory, n).exists() for n in snapshots)
+
+    if trained(target):
         return target
-    with staged_directory(target, ".mini-clip-") as staging, torch_threads(1):
+    with staged_directory(target, ".mini-clip-", complete=trained) as staging, torch_threads(1):
         data = examples()
         image_size = data.images[0].size[0]
         model, tokenizer, image_processor = _new_model(staging, config, set(words) | caption_words(data.captions),
@@ -140,35 +144,6 @@ def train_mini_clip(target: str | Path, examples: Callable[[], TrainingExamples]
             {**(about or {}), "config": asdict(config), "train_images": len(texts), "history": history,
              "seconds": round(time.monotonic() - started, 1)}, indent=1))
     return target
-
-
-@contextmanager
-def torch_threads(n: int):
-    """Run the block with ``n`` torch threads (restored after): small models train fastest on one
-    thread, and on a shared machine many threads mostly wait for each other."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-@contextmanager
-def staged_directory(target: Path, prefix: str) -> Iterator[Path]:
-    """A new temporary sibling of ``target`` to build into; when the block ends without error it
-    replaces ``target``, so a reader never finds a half-written model. Removed in any case."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
-    try:
-        yield staging
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def snapshot(directory: str | Path, epoch: int) -> Path:

@@ -11,22 +11,28 @@ Accepted forms::
     asset:smollm2-135m            a model a pip package carries (see :data:`vlbias.assets.NAMED_ASSETS`)
 
 :func:`parse_spec` owns this grammar and :func:`locate` turns a parsed spec into the place a
-``from_pretrained`` loader reads; the loaders switch on nothing else.
+``from_pretrained`` loader reads; the loaders switch on nothing else (``ModelSpec.source``).
+
+Two spellings of one model parse to one :attr:`ModelSpec.canonical` form (``ViT-B-32/openai`` and
+``open_clip:ViT-B-32/openai``; ``org/name`` and ``hf:org/name``; a relative directory and its
+absolute path). What the weights *are* is :mod:`vlbias.models.identity`'s job.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode
 
 
 @dataclass(frozen=True)
 class ModelSpec:
     """A parsed spec string.
 
-    ``source`` is one of ``"tiny"``, ``"trained"``, ``"open_clip"``, ``"hf"`` (hub id), ``"local"`` or ``"asset"``.
-    ``name`` is the tiny name, the trained recipe with its options, the open_clip architecture, the hub id, the directory
-    or the asset name.
+    ``raw`` is the spelling given. ``source`` is one of ``"tiny"``, ``"trained"``, ``"open_clip"``, ``"hf"``
+    (hub id), ``"local"`` or ``"asset"``.
+    ``name`` is the tiny name, the trained recipe with its options, the open_clip architecture, the hub id, the
+    directory (absolute, resolved) or the asset name.
     ``tag`` is the open_clip pretrained tag (``None`` elsewhere).
     """
 
@@ -35,8 +41,32 @@ class ModelSpec:
     name: str
     tag: str | None = None
 
-    def __str__(self) -> str:  # the canonical form, used in cache keys and tables
+    @property
+    def canonical(self) -> str:
+        """One spelling per model: the source prefix always written, a ``trained:`` recipe's options in
+        sorted order, a local directory as its resolved absolute path. ``parse_spec(s.canonical)`` gives
+        the same canonical form again."""
+        if self.source == "open_clip":
+            return f"open_clip:{self.name}" + (f"/{self.tag}" if self.tag else "")
+        if self.source == "local":
+            return self.name
+        if self.source == "trained":
+            recipe, _, query = self.name.partition("?")
+            options = sorted(parse_qsl(query, keep_blank_values=True))
+            return f"trained:{recipe}" + (f"?{urlencode(options)}" if options else "")
+        return f"{self.source}:{self.name}"
+
+    @property
+    def display(self) -> str:
+        """How tables, titles and manifests name the model (``model.spec``): the spelling given, except
+        that a relative directory is written as its absolute path, so a notebook (run in ``notebooks/``)
+        and a worker elsewhere name one checkpoint alike."""
+        if self.source == "local" and not Path(self.raw).expanduser().is_absolute():
+            return self.name
         return self.raw
+
+    def __str__(self) -> str:  # the canonical form
+        return self.canonical
 
 
 def _open_clip_architectures() -> set[str]:
@@ -47,8 +77,13 @@ def _open_clip_architectures() -> set[str]:
     return set(open_clip.list_models())
 
 
-def parse_spec(spec: str | ModelSpec) -> ModelSpec:
-    """Parse a spec string; see the module docstring for the forms."""
+def parse_spec(spec: str | ModelSpec, base: str | Path | None = None) -> ModelSpec:
+    """Parse a spec string; see the module docstring for the forms.
+
+    ``base``: the folder a relative local directory is resolved against (default: the working
+    directory). A worker passes the folder the notebook runs in (``notebooks/``), so that both
+    resolve one spec to one directory. An already parsed :class:`ModelSpec` is returned as it is.
+    """
     if isinstance(spec, ModelSpec):
         return spec
     if not isinstance(spec, str) or not spec.strip():
@@ -73,10 +108,14 @@ def parse_spec(spec: str | ModelSpec) -> ModelSpec:
                              f"{', '.join('asset:' + known for known in sorted(NAMED_ASSETS))}.")
         return ModelSpec(raw, "asset", name)
     path = Path(raw).expanduser()
+    if not path.is_absolute() and base is not None:
+        path = Path(base).expanduser() / path
     if path.exists():
         return ModelSpec(raw, "local", str(path.resolve()))
     if raw.startswith(("/", "./", "../", "~")):
-        raise FileNotFoundError(f"Model directory {raw!r} does not exist.")
+        relative = base is not None and not Path(raw).expanduser().is_absolute()
+        where = f" (resolved against {Path(base).resolve()})" if relative else ""
+        raise FileNotFoundError(f"Model directory {raw!r} does not exist{where}.")
     name, _, tag = raw.partition("/")
     if tag and name in _open_clip_architectures():
         return ModelSpec(raw, "open_clip", name, tag)
@@ -86,15 +125,20 @@ def parse_spec(spec: str | ModelSpec) -> ModelSpec:
 def locate(spec: str | ModelSpec) -> str:
     """Where a ``from_pretrained`` loader reads ``spec``: a hub id, a directory or a file.
 
-    ``tiny:`` fixtures are built into the cache on first use and ``asset:`` models are found inside
-    their pip package (converted once where needed); both come back as local paths. open_clip
-    specs have no such place: :func:`vlbias.models.load_image_text_model` loads them.
+    ``tiny:`` fixtures and ``trained:`` models are built into the cache on first use and ``asset:``
+    models are found inside their pip package (converted once where needed); all come back as
+    local paths. open_clip specs have no such place: :func:`vlbias.models.load_image_text_model`
+    loads them.
     """
     parsed = parse_spec(spec)
     if parsed.source == "tiny":
         from .tiny import tiny_checkpoint
 
         return str(tiny_checkpoint(parsed.name))
+    if parsed.source == "trained":
+        from .trained import trained_checkpoint
+
+        return str(trained_checkpoint(parsed.name))
     if parsed.source == "asset":
         from ..assets import locate_asset
 

@@ -89,9 +89,14 @@ def trained_pipeline(body: str) -> tuple[Path, type]:
 
 def training_summary(specs) -> pd.DataFrame:
     """Per ``trained:`` spec: epochs (or steps), the last loss and the training time (training those not yet built)."""
+    from .spec import parse_spec
+
     rows = []
     for spec in specs:
-        record = json.loads((trained_checkpoint(str(spec).removeprefix("trained:")) / "training.json").read_text())
+        parsed = parse_spec(spec)
+        if parsed.source != "trained":
+            raise ValueError(f"training_summary reads trained: specs only, got {spec!r} (a {parsed.source} spec).")
+        record = json.loads((trained_checkpoint(parsed.name) / "training.json").read_text())
         length = {"steps": record["history"][-1]["step"]} if "step" in record["history"][-1] else {
             "epochs": len(record["history"])}
         rows.append({"spec": spec, **length, "final_loss": record["history"][-1]["loss"],

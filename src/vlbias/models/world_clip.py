@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..data.base import sha256_hex
-from ..data.planted_world import COLOURS, spread_shares, world_parameters, world_root
+from ..data.planted_world import COLOURS, spread_shares, world_defaults, world_parameters, world_root
 from ..paths import cache_dir
 from .mini_clip import MiniClipConfig, TrainingExamples, train_mini_clip
 from .trained import register_trained
@@ -21,8 +21,13 @@ from .trained import register_trained
 #: bump when the same options would train different weights
 WORLD_CLIP_VERSION = 2  # 2: trained on one torch thread
 
-WORLD_CLIP_DEFAULTS = {**{f"{colour}_named": 0.9 for colour in COLOURS}, "share_spread": 0.8, "seed": 0, "epochs": 8,
-                       "batch_size": 64, "learning_rate": 1e-3, "train_per_kind": 200, "image_size": 32}
+#: the options of ``trained:world-clip`` and their defaults: the world's, read from where they are
+#: defined (:func:`vlbias.data.planted_world.world_defaults`), and this recipe's training (shorter and
+#: smaller batches than :class:`~vlbias.models.mini_clip.MiniClipConfig`'s defaults)
+WORLD_CLIP_DEFAULTS = {**{f"{colour}_named": world_defaults()["named"][colour] for colour in COLOURS},
+                       "share_spread": world_defaults()["share_spread"], "seed": world_defaults()["seed"], "epochs": 8,
+                       "batch_size": 64, "learning_rate": 1e-3, "train_per_kind": world_defaults()["train_per_kind"],
+                       "image_size": world_defaults()["image_size"]}
 
 
 @register_trained("world-clip", "image-text", WORLD_CLIP_DEFAULTS)

@@ -39,22 +39,18 @@ from ..data.planted_world import (
     CAPTION_TEMPLATE,
     small_pictures,
     spread_shares,
+    world_defaults,
     world_parameters,
     world_root,
 )
-from ..paths import cache_dir
-from .mini_clip import staged_directory, torch_threads
+from ..device import torch_threads
+from ..paths import cache_dir, staged_directory
 from .trained import register_trained
 
 #: bump when the same options would train different weights
 WORLD_DIFFUSION_VERSION = 1
 #: tokens per prompt (padded): "[CLS] a photo of a crescent [SEP]" is 7
 MAX_PROMPT_TOKENS = 12
-
-WORLD_DIFFUSION_DEFAULTS = {"share_spread": 0.8, "seed": 0, "steps": 1000, "batch_size": 64,
-                            "learning_rate": 3e-3, "train_per_kind": 200, "image_size": 8, "prompt_dropout": 0.1,
-                            "ema_decay": 0.99}
-
 
 @dataclass(frozen=True)
 class DiffusionTrainingConfig:
@@ -80,6 +76,13 @@ class DiffusionTrainingConfig:
             raise ValueError(f"prompt_dropout must lie in [0, 1), got {self.prompt_dropout!r}")
         if self.steps < 1 or self.batch_size < 1:
             raise ValueError(f"steps and batch_size must be positive, got {self.steps!r} and {self.batch_size!r}")
+
+
+#: the options of ``trained:world-diffusion`` and their defaults, read from where they are defined:
+#: the world's (:func:`vlbias.data.planted_world.world_defaults`) and the training's (the dataclass)
+WORLD_DIFFUSION_DEFAULTS = {name: {**world_defaults(), **asdict(DiffusionTrainingConfig())}[name] for name in (
+    "share_spread", "seed", "steps", "batch_size", "learning_rate", "train_per_kind", "image_size", "prompt_dropout",
+    "ema_decay")}
 
 
 # ----------------------------------------------------------------------------------------- the pipeline
@@ -170,7 +173,7 @@ def _new_components(config: DiffusionTrainingConfig, directory: Path):
     from transformers import BertTokenizer, CLIPTextConfig, CLIPTextModel
 
     from ..data.planted_world import COLOURS, KINDS
-    from .tiny_tokenizers import write_wordpiece_vocab
+    from .tiny.tokenizers import write_wordpiece_vocab
 
     vocabulary = directory / "_vocabulary"
     write_wordpiece_vocab(vocabulary, extra_words=sorted(set(KINDS) | set(COLOURS)))
@@ -216,9 +219,13 @@ def train_world_diffusion(target: str | Path, pixels: np.ndarray, kinds: list[st
     ``about``, the loss every 100 steps and the time taken.
     """
     target = Path(target)
-    if (target / "training.json").exists():
+
+    def trained(directory: Path) -> bool:
+        return (directory / "training.json").exists()
+
+    if trained(target):
         return target
-    with staged_directory(target, ".world-diffusion-") as staging, torch_threads(1):
+    with staged_directory(target, ".world-diffusion-", complete=trained) as staging, torch_threads(1):
         pipeline, history, seconds = _train(staging, pixels, kinds, config)
         pipeline.save_pretrained(staging)
         (staging / "training.json").write_text(json.dumps(

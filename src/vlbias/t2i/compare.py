@@ -15,6 +15,7 @@ from . import annotation
 from . import bias as t2i_bias
 from .cads import CADSConfig, with_cads
 from .generation import ImageFiles, generate_to_disk, run_directory
+from .runs import comparison_folder, comparison_samplers, grid_folder
 
 
 def noise_scale_grid(model: TextToImageModel, annotator: ImageTextModel, jobs: pd.DataFrame,
@@ -40,8 +41,7 @@ def noise_scale_grid(model: TextToImageModel, annotator: ImageTextModel, jobs: p
     for s in noise_scales:
         config = CADSConfig(noise_scale=s, **dict(cads or {}))
         sampler = model if config.is_off else with_cads(model, config)
-        # its own folders: the grid draws fewer images per profession than the main run
-        run_dir = run_directory(output_dir, model.spec, "cads-grid_" + ("plain" if config.is_off else config.label()))
+        run_dir = run_directory(output_dir, model.spec, grid_folder(config))
         manifest = generate_to_disk(sampler, jobs, run_dir, batch_size=batch_size, **dict(generation or {}))
         manifest["perceived"] = annotation.label_image_files(annotator, [run_dir / f for f in manifest.file],
                                                               gender_prompts, batch_size=annotation_batch_size)
@@ -65,7 +65,8 @@ def model_comparison(specs: Sequence[str], annotator: ImageTextModel, jobs: pd.D
                      cads_specs: Sequence[str] = (), cads: Mapping | None = None,
                      published_names: Mapping[str, str] | None = None, generation: Mapping | None = None,
                      batch_size: int = 8, annotation_batch_size: int = 64, n_boot: int = 1000, seed: int = 0,
-                     device=None) -> tuple[pd.DataFrame, dict[tuple[str, str], pd.DataFrame], pd.DataFrame]:
+                     device=None, half: bool | None = None
+                     ) -> tuple[pd.DataFrame, dict[tuple[str, str], pd.DataFrame], pd.DataFrame]:
     """Text-to-image models compared as the source text compares Stable Diffusion versions: the same
     ``jobs`` (prompts and seeds) drawn by every spec in ``specs`` with plain sampling, and by those in
     ``cads_specs`` also with CADS (``cads``: :class:`CADSConfig` fields), each run labelled zero-shot
@@ -73,7 +74,8 @@ def model_comparison(specs: Sequence[str], annotator: ImageTextModel, jobs: pd.D
 
     ``published_names[spec]`` is the source text's name for that model (``"SD 1.4"``): its published
     VRBS for the same sampler is put beside ours. ``generation`` holds the pipeline settings; a height or
-    width of None lets each model draw at its own native size. Models load one at a time through
+    width of None lets each model draw at its own native size; ``device`` and ``half`` (fp16 on a GPU)
+    go to the loader. Models load one at a time through
     :func:`vlbias.models.for_each_model`: one that fails to load or run becomes a row of ``failures``.
 
     Returns ``(ranking, runs, failures)``: the ranking (index ``"<spec> (<sampler>)"``; columns model,
@@ -97,18 +99,17 @@ def model_comparison(specs: Sequence[str], annotator: ImageTextModel, jobs: pd.D
                          "give a noise scale above 0 and tau1 below 1")
 
     def run(spec, model):
-        samplers = [("plain", model)] + ([("CADS", with_cads(model, config))] if spec in cads_specs else [])
         manifests = {}
-        for sampler, sampling in samplers:
-            run_dir = run_directory(output_dir, spec, "model-comparison_" + ("plain" if sampler == "plain"
-                                                                               else config.label()))
+        for sampler, sampler_config in comparison_samplers(spec, cads_specs, cads):
+            sampling = model if sampler_config is None else with_cads(model, sampler_config)
+            run_dir = run_directory(output_dir, spec, comparison_folder(sampler_config))
             manifest = generate_to_disk(sampling, jobs, run_dir, batch_size=batch_size, **dict(generation or {}))
             manifest["perceived"] = annotation.label_image_files(annotator, [run_dir / f for f in manifest.file],
                                                                   gender_prompts, batch_size=annotation_batch_size)
             manifests[sampler] = manifest.assign(run_dir=str(run_dir))
         return manifests
 
-    results, failures = for_each_model(specs, run, load=load_text_to_image, device=device)
+    results, failures = for_each_model(specs, run, load=load_text_to_image, device=device, half=half)
     runs = {(spec, sampler): manifest for spec, manifests in results.items() for sampler, manifest in manifests.items()}
     names = {key: f"{key[0]} ({key[1]})" for key in runs}
     published_as = {names[key]: (published_names[key[0]], key[1]) for key in runs if key[0] in published_names}

@@ -36,12 +36,14 @@ GROUP = "kind"
 def planted_reference(model_spec: str) -> pd.Series:
     """The share of red per kind planted in the world that ``trained:world-diffusion?...`` learned
     (the world's "labour statistics"), as Part IV's reference Series."""
+    from ..models.spec import parse_spec
     from ..models.trained import trained_options
 
-    if not str(model_spec).startswith("trained:"):
+    parsed = parse_spec(model_spec)
+    if parsed.source != "trained":
         raise ValueError(f"model_spec must be the trained: spec of a model trained on a planted world, "
                          f"got {model_spec!r}")
-    _, options = trained_options(str(model_spec).removeprefix("trained:"))
+    _, options = trained_options(parsed.name)
     if "share_spread" not in options:
         raise ValueError(f"{model_spec!r} was not trained on a planted world (it has no share_spread option)")
     return pd.Series(spread_shares(options["share_spread"]), name="reference share").rename_axis(GROUP)

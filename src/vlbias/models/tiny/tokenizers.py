@@ -1,4 +1,4 @@
-"""Vocabulary files for the tiny fixtures' tokenizers.
+"""Vocabulary files for the tiny fixtures' tokenizers (and the book's trained models').
 
 The fixtures need real tokenizer files so that ``AutoTokenizer.from_pretrained(directory)``
 runs as it does for a hub checkpoint. Byte-level BPE vocabularies hold the 256 byte symbols
@@ -29,7 +29,8 @@ DEMO_WORDS: tuple[str, ...] = tuple(
 
 @lru_cache(maxsize=1)
 def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible map from bytes to printable unicode symbols."""
+    """GPT-2's reversible map from bytes to printable unicode symbols, the alphabet that every
+    byte-level BPE here is written in (GPT-2, RoBERTa, CLIP; also :mod:`vlbias.models.conversion`)."""
     printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(
         range(ord("®"), ord("ÿ") + 1))
     codes = printable[:]

@@ -90,9 +90,9 @@ def test_tiny_round_trip(name, images):
 
 
 def test_tiny_builds_are_deterministic(tmp_path):
-    from vlbias.models.tiny import TINY_BUILDERS
+    from vlbias.models.tiny import tiny_builder
 
-    TINY_BUILDERS["clip"].build(tmp_path)
+    tiny_builder("clip").build(tmp_path)
     rebuilt = load_file(str(tmp_path / "model.safetensors"))
     cached = load_file(str(tiny_checkpoint("clip") / "model.safetensors"))
     assert rebuilt.keys() == cached.keys()
@@ -107,7 +107,7 @@ def test_repr_and_preprocess_id():
     assert clip.has_embeddings and not vilt.has_embeddings
     ids = {clip.preprocess_id, open_clip_model.preprocess_id, vilt.preprocess_id}
     assert len(ids) == 3
-    assert clip.preprocess_id.startswith("tiny:clip|") and "32" in clip.preprocess_id
+    assert clip.preprocess_id.startswith("CLIPImageProcessor:") and "32" in clip.preprocess_id
 
 
 def test_parse_spec_routes_open_clip_and_hub_ids():

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import torch
 
-from .tiny import register_tiny
-from .tiny_tokenizers import write_byte_level_bpe, write_wordpiece_vocab
+from . import register_tiny
+from .tokenizers import write_byte_level_bpe, write_wordpiece_vocab
 
 SEED = 0
 IMAGE_SIZE = 32

@@ -1,9 +1,10 @@
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
 from vlbias.metrics import self_similarity, vrbs
-from vlbias.stats import accuracy_summary, wilson_interval
+from vlbias.stats import accuracy_summary, holm_adjust, wilson_interval, with_holm
 
 
 def brute_force_self_similarity(x):
@@ -75,3 +76,36 @@ def test_permutation_p_value_counts_the_observed_labelling_and_matches_scipy():
     assert permutation_p_value(hits, 499) == pytest.approx(result.pvalue)
     with pytest.raises(ValueError, match="hits"):
         permutation_p_value(1000, 999)
+
+
+def test_holm_on_hand_computed_p_values():
+    # sorted: 0.01, 0.02, 0.03, 0.04 with m = 4 -> 0.04, 0.06, 0.06 (monotone: max(0.06, 0.06)), 0.06
+    p = [0.03, 0.01, 0.04, 0.02]
+    np.testing.assert_allclose(holm_adjust(p), [0.06, 0.04, 0.06, 0.06])
+    # the step-down maximum matters: 0.001*3 = 0.003, 0.04*2 = 0.08, 0.045*1 = 0.045 -> 0.08
+    np.testing.assert_allclose(holm_adjust([0.045, 0.001, 0.04]), [0.08, 0.003, 0.08])
+    # capped at 1; NaN stays NaN and does not count in m
+    np.testing.assert_allclose(holm_adjust([0.5, np.nan, 0.4]), [0.8, np.nan, 0.8])
+
+
+def test_holm_equals_the_definition_on_random_p_values():
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0, 0.2, 10)
+    order = np.argsort(p)
+    expected = np.empty(10)
+    for rank, index in enumerate(order):
+        expected[index] = min(1, max((10 - j) * p[order[j]] for j in range(rank + 1)))
+    np.testing.assert_allclose(holm_adjust(p), expected)
+
+
+def test_holm_rejects_values_outside_the_unit_interval():
+    with pytest.raises(ValueError, match="p_values"):
+        holm_adjust([0.2, 1.5])
+
+
+def test_with_holm_adjusts_within_each_set_of_embeddings():
+    table = pd.DataFrame({"embeddings": ["a", "a", "b", "b"], "p_value": [0.01, 0.04, 0.03, 0.5]})
+    out = with_holm(table)
+    np.testing.assert_allclose(out["p_holm"], [0.02, 0.04, 0.06, 0.5])
+    assert out["p < 0.05"].tolist() == [True, True, True, False]
+    assert out["p_holm < 0.05"].tolist() == [True, True, False, False]

@@ -1,0 +1,140 @@
+"""Part II's notebooks declared once: what each reads and scores (see :mod:`vlbias.stages`).
+
+``02b_colorfoil_evaluation`` builds its data sets and benchmarks through :func:`evaluation_datasets`
+and :func:`foil_benchmarks`, and ``python -m vlbias precompute`` through the same two functions, so
+the pairs a worker scores are the pairs the notebook scores.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+
+from .. import stages as core
+
+NOTEBOOKS: dict[str, core.NotebookDeclaration] = {}
+#: ColorFoil pairs per data set (the paper's counts), before the data are read
+COLORFOIL_PAIRS = {"coco": 2_511, "flickr30k": 2_500}
+#: the parameters of 02b that decide its benchmarks (names of :func:`foil_benchmarks`' arguments)
+BENCHMARK_PARAMETERS = ("foil_type", "construction", "coco_caption_choice", "flickr_caption_choice",
+                        "colour_selection", "foil_targets", "seed", "max_pairs", "foil_counts", "confusion_foils")
+
+
+def data_needs(parameters: core.Parameters) -> list[core.DataNeed]:
+    return [core.DataNeed("coco", parameters["coco_split"]), core.DataNeed("flickr30k", parameters["flickr_splits"])]
+
+
+def evaluation_datasets(data_root, coco_split: str, flickr_splits: Sequence[str]) -> dict:
+    """COCO and Flickr30k as 02a and 02b read them."""
+    from ..data import load_dataset
+
+    return {"coco": load_dataset("coco", root=data_root, split=coco_split),
+            "flickr30k": load_dataset("flickr30k", root=data_root, split=flickr_splits)}
+
+
+def foil_benchmarks(datasets: dict, benchmark_dir, *, foil_type: str, construction: str, coco_caption_choice: str,
+                    flickr_caption_choice: str, colour_selection: str, foil_targets, seed: int, max_pairs,
+                    foil_counts: Sequence[int], confusion_foils: int, progress: bool = False):
+    """02b's benchmarks: read from ``benchmark_dir`` where 02a saved them, or rebuilt (same seed,
+    same foils), with as many foils per caption as the largest of ``foil_counts`` and
+    ``confusion_foils``. Returns ``(benchmarks, max_foils)``."""
+    from .construction import benchmarks_for
+
+    max_foils = max(list(foil_counts) + [confusion_foils])
+    benchmarks = benchmarks_for(datasets, benchmark_dir, foil_type_name=foil_type, construction=construction,
+                                caption_choices={"coco": coco_caption_choice, "flickr30k": flickr_caption_choice},
+                                colour_selection=colour_selection, targets=foil_targets, max_foils=max_foils,
+                                seed=seed, max_pairs=max_pairs, progress=progress)
+    return benchmarks, max_foils
+
+
+def _matcher_family(spec: str) -> str | None:
+    lowered = spec.lower()
+    return next((family for family in ("vilt", "bridgetower") if family in lowered), None)
+
+
+def score_estimates(parameters: core.Parameters, context: core.Context) -> list[core.Estimate]:
+    rates = core.throughputs()
+    width = 1 + max(list(parameters["foil_counts"]) + [parameters["confusion_foils"]])
+    pairs = sum(COLORFOIL_PAIRS.values())
+    rows = []
+    for spec in core.specs_of(parameters, ("model_specs",)):
+        family = _matcher_family(spec)
+        if family:
+            rate = rates["pairwise matches/s"][family]
+            rows.append(core.Estimate(spec, pairs * width, hours=pairs * width / rate / 3600,
+                                 line=f"{spec}: {pairs * width:,} image-text matches at an assumed {rate:g}/s"))
+        else:
+            hours = pairs / rates["image embeddings/s"]["default"] / 3600 + pairs * width / rates["text embeddings/s"] / 3600
+            rows.append(core.Estimate(spec, pairs * width, hours=hours,
+                                 line=f"{spec}: {pairs:,} images and up to {pairs * width:,} texts embedded"))
+    return rows
+
+
+def blind_estimates(parameters: core.Parameters, context: core.Context) -> list[core.Estimate]:
+    spec = parameters["blind_lm_spec"]
+    if not spec:
+        return []
+    width = 1 + max(list(parameters["foil_counts"]) + [parameters["confusion_foils"]])
+    texts = sum(COLORFOIL_PAIRS.values()) * width
+    return [core.Estimate(spec, texts, hours=texts / core.throughputs()["text embeddings/s"] / 3600,
+                     line=f"{spec}: up to {texts:,} captions and foils scored without the image (blind baseline)")]
+
+
+def score_units(parameters: core.Parameters, context: core.Context) -> list[core.Stage]:
+    """One stage per model and data set: ``score_benchmark`` on the notebook's benchmarks, a unit per
+    cache chunk."""
+    from .construction import with_foils
+    from .evaluation import score_benchmark
+
+    data_root = context.folder(parameters["data_root"])
+    splits = {"coco": parameters["coco_split"], "flickr30k": parameters["flickr_splits"]}
+    datasets = evaluation_datasets(data_root, splits["coco"], splits["flickr30k"])
+    benchmarks, max_foils = foil_benchmarks(datasets, context.folder(parameters["benchmark_dir"]),
+                                            **{name: parameters[name] for name in BENCHMARK_PARAMETERS})
+    datasets, _ = with_foils(datasets, benchmarks, parameters["foil_type"])
+    load = {"device": parameters["device"], "half": bool(parameters["half"])}
+    chunk = inspect.signature(score_benchmark).parameters["chunk_size"].default
+    return [core.Stage("pair-scores", spec, [], dict(load),
+                  {"dataset": {"name": name, "root": data_root, "split": splits[name]}, "dataset_name": name,
+                   "identity": f"{dataset.identity}/{len(benchmarks[name])} pairs", "benchmark": benchmarks[name],
+                   "max_foils": max_foils, "batch_size": int(parameters["batch_size"])},
+                  len(benchmarks[name]), chunk, run_unit=run_score_unit, forward="score_candidates")
+            for spec in core.specs_of(parameters, ("model_specs",)) for name, dataset in datasets.items()]
+
+
+def run_score_unit(stage: core.Stage, model, index: int, worker) -> int:
+    """Chunk ``index`` of one model's ColorFoil scores, through the notebook's own ``score_benchmark``."""
+    from ..cache import only_chunks
+    from .evaluation import score_benchmark
+
+    with only_chunks([index]) as selection:
+        score_benchmark(model, worker.dataset(stage.call["dataset"]), stage.call["benchmark"],
+                        max_foils=stage.call["max_foils"], batch_size=stage.call["batch_size"],
+                        chunk_size=stage.unit_size, progress=False)
+    return stage.unit_items(index) if selection.computed else 0
+
+
+def _easy_vqa(parameters: core.Parameters) -> list[core.DataNeed]:
+    return [core.DataNeed("easy-vqa", "train+test", root_parameter=None, package="easy_vqa",
+                     how="pip install the easy-vqa package (requirements.txt)")]
+
+
+def _colour_model_estimate(parameters: core.Parameters, context: core.Context) -> list[core.Estimate]:
+    return [core.Estimate(None, 1, hours=0.1, line="trains a small CLIP-style model on easy-VQA (minutes)")]
+
+
+core.register(
+    NOTEBOOKS,
+    core.NotebookDeclaration("02a_colorfoil_construction", datasets=data_needs),
+    core.NotebookDeclaration(
+        "02b_colorfoil_evaluation", datasets=data_needs, model_parameters=("model_specs", "blind_lm_spec"),
+        stages=(core.StageDeclaration("pair-scores", ("model_specs",), score_estimates,
+                                 writes="ColorFoil scores per model and data set (cache: colorfoil/)", units=score_units),
+                core.StageDeclaration("lm-scoring", ("blind_lm_spec",), blind_estimates,
+                                 writes="language-model scores of captions and foils (cache)",
+                                 left="the blind baseline's scores; the notebook computes them (cached)"))),
+    core.NotebookDeclaration("02c_colorfoil_colour_model", datasets=_easy_vqa, stages=(
+        core.StageDeclaration("training", (), _colour_model_estimate, writes="the easy-VQA colour model (in memory)",
+                         left="trained in the notebook"),)),
+)
