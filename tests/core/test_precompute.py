@@ -194,7 +194,7 @@ def test_two_ray_workers_one_killed_mid_chunk_write_what_one_process_writes(refe
     # by the workers, which need the model for the key: their computed count says whether they ran)
     again = pc.build_work("demo", ONLY, REPO, assignments(out_dir))
     assert [work.kind for work in again.stages].count("generation") == 1 and again.finished == 6
-    assert sorted({again.stages[position].kind for position, _ in again.units}) == ["pair-scores", "image-embeddings"]
+    assert sorted({again.stages[position].kind for position, _ in again.units}) == ["image-embeddings", "pair-scores"]
 
 
 # --------------------------------------------------------------------------- the hooks, without Ray
