@@ -188,8 +188,8 @@ class NotebookDeclaration:
 
     ``datasets(parameters)`` lists its :class:`DataNeed`; ``model_parameters`` the parameters whose
     values are model specs (a string or a list of them); ``reads`` the notebooks whose outputs
-    (caches, image folders) it reads, so they run first; ``memory_gb`` the peak resident memory of
-    its demo run, measured (``benchmarks/notebook_times.py``).
+    (caches, image folders) it reads, so they run first; ``memory_gb`` the peak resident memory its
+    demo run is assumed to need (an assumption until ``benchmarks/notebook_times.py`` measures it).
     """
 
     name: str
