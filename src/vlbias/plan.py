@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .stages import THROUGHPUT_FILE, Context, DataNeed, NotebookDeclaration, resource_json, throughputs
+from .stages import THROUGHPUT_FILE, Context, DataNeed, NotebookDeclaration, resource_json, specs_of, throughputs
 
 HUB_MODELS_FILE = "hub_models.json"
 #: a notebook's timeout must exceed its estimate by this factor
@@ -161,8 +161,9 @@ def _resolve_open_clip(name: str, tag: str | None) -> dict:
 # --------------------------------------------------------------------------- data
 
 
-def check_dataset(need: DataNeed, parameters: dict) -> dict:
-    """``{dataset, split, present, images, how}``: the real loader (or the package) decides, offline."""
+def check_dataset(need: DataNeed, root) -> dict:
+    """``{dataset, split, present, images, how}`` of ``need`` under ``root`` (as the notebook resolves
+    its ``data_root``): the real loader (or the package) decides, offline."""
     from .data import load_dataset
     from .data.base import DatasetNotFoundError
     from .stages import KNOWN_SIZES
@@ -175,7 +176,6 @@ def check_dataset(need: DataNeed, parameters: dict) -> dict:
         present = importlib.util.find_spec(need.package) is not None
         row.update(present=present, images=0, how="" if present else need.how)
         return row
-    root = parameters[need.root_parameter] if need.root_parameter else None
     try:
         dataset = load_dataset(need.name, root=root, split=split, **dict(need.options))
     except DatasetNotFoundError as error:
@@ -199,14 +199,11 @@ def plan_notebook(declared: NotebookDeclaration, parameters: dict, timeout_s: fl
     specs = declared.specs(parameters)
     plan.models = [resolve_model(spec) for spec in specs]
     plan.problems += [row["problem"] for row in plan.models if row["problem"]]
-    for name in declared.resource_parameters:
-        value = parameters.get(name)
-        for spec in [value] if isinstance(value, str) else value or []:
-            plan.models.append({"spec": spec, "resolved": "word vectors (Part III resolves files by name or path)",
-                                "weights": "", "problem": ""})
-    data_parameters = {key: Context(notebooks_dir).folder(value) if key == "data_root" else value
-                       for key, value in parameters.items()}
-    plan.data = [check_dataset(need, data_parameters) for need in declared.datasets(parameters)]
+    plan.models += [{"spec": spec, "resolved": "word vectors (Part III resolves files by name or path)", "weights": "",
+                     "problem": ""} for spec in specs_of(parameters, declared.resource_parameters)]
+    folders = Context(notebooks_dir)
+    plan.data = [check_dataset(need, folders.folder(parameters[need.root_parameter]) if need.root_parameter else None)
+                 for need in declared.datasets(parameters)]
     context = Context(notebooks_dir, {row["dataset"]: row["images"] for row in plan.data})
     for stage in declared.stages:
         for estimate in stage.estimate(parameters, context):
