@@ -25,11 +25,17 @@ $(STAMP): requirements.txt requirements-nodeps.txt requirements-lock.txt pyproje
 # `make book SOLUTIONS=1`: the instructors' build, with the exercises' solutions shown
 SOLUTIONS ?= 0
 
+# `make book JOBS=1`: the notebooks one after another (default: as many at once as the machine has cores)
+JOBS ?=
+
 book: $(STAMP)
-	$(OFFLINE) VLBIAS_SOLUTIONS=$(SOLUTIONS) $(PY) -m vlbias run --profile demo
+	$(OFFLINE) VLBIAS_SOLUTIONS=$(SOLUTIONS) $(PY) -m vlbias run --profile demo $(if $(JOBS),--jobs $(JOBS))
+
+# `make test` runs independent tests on every core (pytest-xdist); TEST_WORKERS=1 runs them in one process
+TEST_WORKERS ?= auto
 
 test: $(STAMP)
-	$(OFFLINE) $(PY) -m pytest
+	$(OFFLINE) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # The papers' models and data on a GPU (see README). `make full PART=2` runs Part II only;
 # run `python -m vlbias plan --profile full` first.

@@ -1,6 +1,7 @@
 """Wall time of each demo notebook from an empty cache (cold) and again with that cache (warm).
 
     python benchmarks/notebook_times.py [--only NAME ...] [--cells N] [--one-cache]
+    python benchmarks/notebook_times.py --jobs 1 2 [--only NAME ...]
 
 Each run is ``python -m vlbias run --profile demo --only NAME --no-build`` in a fresh process, with
 ``VLBIAS_CACHE_DIR`` (and ``output_dir``, where a notebook has one) pointing at a new temporary folder
@@ -12,6 +13,12 @@ per notebook the cold and warm wall times and, of the warm run, the seconds spen
 ``--one-cache`` times the book as a reader runs it: every notebook in order from ONE empty cache (later
 notebooks reuse what earlier ones cached, as in ``make book``), then all again warm. Without it each
 notebook gets its own empty cache, so the cold column is each notebook alone (an upper bound).
+``--jobs 1 2`` times the whole book as ``make book`` runs it, once per ``--jobs`` value: one
+``python -m vlbias run --profile demo --jobs J --no-build`` from an empty cache (cold), then again
+(warm), all in this one run so that the ratios share the machine's state. It prints each
+notebook's time, the wall time, the ratios to the first value, the peak resident memory of the
+run's whole process tree (sampled every 0.5 s) and the load average, and checks that every page of
+each cold run shows what the first one's shows (:mod:`vlbias.pages`).
 """
 
 from __future__ import annotations
@@ -50,13 +57,113 @@ def timed_run(name: str, cache: str) -> tuple[float, list[tuple[float, str]]]:
     return wall, durations
 
 
+def book_run(jobs: int, cache: str, names: list[str]) -> dict:
+    """One ``python -m vlbias run --jobs J --no-build`` of ``names`` (all: the book) on ``cache``:
+    wall seconds, per-notebook seconds, peak memory (GB, the whole process tree) and load."""
+    import shutil
+
+    import yaml
+
+    sys.path.insert(0, str(ROOT / "src"))
+    from vlbias.runner import RUN_RECORD, tree_memory_gb
+
+    profile = yaml.safe_load((ROOT / "params" / "demo.yml").read_text())["notebooks"]
+    # each notebook's image and benchmark folders under the cache too, so that a cold run finds none
+    outputs = [f"--set={name}.output_dir={Path(cache) / 'outputs' / Path(values['output_dir']).name}"
+               for name, values in profile.items() if "output_dir" in values and (not names or name in names)]
+    selection = [f"--only={name}" for name in names]
+    environment = {**os.environ, "VLBIAS_CACHE_DIR": cache, "PYTHONPATH": str(ROOT / "src")}
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "vlbias", "run", "--profile", "demo", "--jobs", str(jobs),
+                                "--no-build", *selection, *outputs], cwd=ROOT, env=environment,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak = 0.0
+    while process.poll() is None:
+        peak = max(peak, tree_memory_gb(process.pid))
+        time.sleep(0.5)
+    log = process.stdout.read()
+    wall = time.perf_counter() - started
+    if process.returncode:
+        raise SystemExit(f"--jobs {jobs}: the run failed (exit {process.returncode}):\n{log[-4000:]}")
+    record = json.loads((ROOT / "book" / "generated" / RUN_RECORD).read_text())["demo"]
+    pages = Path(cache) / f"pages-jobs-{jobs}"
+    if not pages.exists():  # the cold run's pages, to compare
+        shutil.copytree(ROOT / "book" / "generated", pages)
+    return {"wall": wall, "seconds": {name: record[name]["seconds"] for name in record},
+            "notebook_peaks": {name: record[name]["peak_gb"] for name in record if "peak_gb" in record[name]},
+            "peak_gb": peak,
+            "load": (load, os.getloadavg()[0]), "pages": pages}
+
+
+def book_table(jobs_values: list[int], names: list[str], record: bool = False) -> int:
+    """``--jobs``: the whole book cold and warm per value; returns 1 if a page differs."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from vlbias.pages import compare_folders
+
+    runs = {}
+    with tempfile.TemporaryDirectory(prefix="vlbias-bench-") as folder:
+        for jobs in jobs_values:
+            cache = str(Path(folder) / f"jobs-{jobs}")
+            runs[jobs] = {"cold": book_run(jobs, cache, names), "warm": book_run(jobs, cache, names)}
+            print(f"--jobs {jobs}: cold {runs[jobs]['cold']['wall']:.1f} s, warm {runs[jobs]['warm']['wall']:.1f} s",
+                  flush=True)
+        first = jobs_values[0]
+        record_peaks = runs[first]["cold"]["notebook_peaks"]
+        # each run's own cache and image folders read as <root>; training times differ between any two runs
+        caches = tuple(str(Path(folder) / f"jobs-{jobs}") for jobs in jobs_values)
+        differing = {jobs: {name: problems for name, problems in compare_folders(
+            runs[first]["cold"]["pages"], runs[jobs]["cold"]["pages"], caches).items() if problems}
+            for jobs in jobs_values[1:]}
+    shown = names or sorted(runs[first]["cold"]["seconds"])
+    header = " | ".join(f"--jobs {j} cold s | --jobs {j} warm s" for j in jobs_values)
+    print(f"\n| notebook | {header} |\n|---|" + "---:|" * (2 * len(jobs_values)))
+    for name in shown:
+        cells = " | ".join(f"{runs[j]['cold']['seconds'].get(name, float('nan')):.1f} | "
+                           f"{runs[j]['warm']['seconds'].get(name, float('nan')):.1f}" for j in jobs_values)
+        print(f"| {name} | {cells} |")
+    for label, key in (("sum of notebooks", None), ("**wall time**", "wall")):
+        cells = " | ".join(f"{(runs[j][w][key] if key else sum(runs[j][w]['seconds'].values())):.1f}"
+                           for j in jobs_values for w in ("cold", "warm"))
+        print(f"| {label} | {cells} |")
+    print(f"| wall time / --jobs {first}'s | " + " | ".join(
+        f"{runs[j][w]['wall'] / runs[first][w]['wall']:.2f}x" for j in jobs_values for w in ("cold", "warm")) + " |")
+    print("| peak resident memory, GB | " + " | ".join(
+        f"{runs[j][w]['peak_gb']:.2f}" for j in jobs_values for w in ("cold", "warm")) + " |")
+    print("| load average, start -> end | " + " | ".join(
+        f"{runs[j][w]['load'][0]:.1f} -> {runs[j][w]['load'][1]:.1f}" for j in jobs_values for w in ("cold", "warm"))
+        + " |")
+    if record:  # the runner's schedule on a fresh clone: longest first, memory caps (vlbias.runner.MEASURED_COSTS)
+        from vlbias.runner import MEASURED_COSTS
+
+        cold = runs[first]["cold"]
+        MEASURED_COSTS.write_text(json.dumps({
+            "measured": f"benchmarks/notebook_times.py --jobs {' '.join(map(str, jobs_values))} --record, "
+                        f"{time.strftime('%Y-%m-%d', time.gmtime())}, --jobs {first} cold, {os.cpu_count()} cores, "
+                        f"load {cold['load'][0]:.1f} -> {cold['load'][1]:.1f}",
+            "notebooks": {name: {"seconds": seconds, **({"peak_gb": record_peaks[name]} if name in record_peaks else {})}
+                          for name, seconds in sorted(cold["seconds"].items())}}, indent=1) + "\n")
+        print(f"wrote {MEASURED_COSTS}")
+    for jobs, problems in differing.items():
+        print(f"\npages of --jobs {jobs} against --jobs {first} (cold): "
+              + ("all the same" if not problems else f"{len(problems)} differ: {problems}"))
+    return 1 if any(differing.values()) else 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="notebook names (default: every notebook)")
     parser.add_argument("--cells", type=int, default=0, help="also print each run's N slowest cells")
     parser.add_argument("--one-cache", action="store_true",
                         help="one cache for the whole book, in order (cold pass, then warm pass)")
+    parser.add_argument("--jobs", nargs="+", type=int, metavar="J",
+                        help="time the whole book as `make book` runs it, once per value of --jobs (e.g. 1 2)")
+    parser.add_argument("--record", action="store_true",
+                        help="with --jobs: write the first value's cold times and peaks to vlbias/resources/"
+                             "notebook_costs.json, the runner's schedule on a fresh clone")
     arguments = parser.parse_args()
+    if arguments.jobs:
+        sys.exit(book_table(arguments.jobs, arguments.only or [], arguments.record))
     names = arguments.only or sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
     print(f"{'notebook':34s} {'cold s':>8s} {'warm s':>8s} {'warm cells s':>13s} {'warm rest s':>12s}")
     totals = [0.0, 0.0, 0.0]

@@ -20,6 +20,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=float, default=None,
                      help="seconds allowed per notebook (default: the profile's timeouts, else 1800)")
     run.add_argument("--part", type=int, default=None, help="run only the notebooks of this part (1-4)")
+    run.add_argument("--jobs", default=None, metavar="N",
+                     help="notebooks to run at once, 1 or more (default: the machine's cores, capped by free memory); "
+                          "a notebook that reads another's outputs waits for it")
     run.add_argument("--no-build", action="store_true", help="execute only; do not build the book")
     run.add_argument("--project-dir", type=Path, default=None, help="the book's repository (default: here)")
 
@@ -71,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return runner.run(args.profile, args.only, args.assignments, args.project_dir,
-                              timeout=args.timeout, build=not args.no_build, part=args.part)
+                              timeout=args.timeout, build=not args.no_build, part=args.part, jobs=args.jobs)
         if args.command == "plan":
             from . import plan
 

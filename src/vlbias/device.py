@@ -2,9 +2,36 @@
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 
 import torch
+
+#: the CPU cores a process may use, set by ``python -m vlbias run`` for each notebook it runs
+#: (the machine's cores divided among the notebooks running at once)
+CPU_BUDGET_VARIABLE = "VLBIAS_CPUS"
+
+
+def cpu_budget() -> int:
+    """The cores this process is given: ``VLBIAS_CPUS`` when set (the runner sets it for each notebook,
+    so that notebooks run side by side do not oversubscribe the machine), else the cores it may run on.
+
+    Work that runs side by side (training several models, decoding images) uses this many workers.
+    """
+    text = os.environ.get(CPU_BUDGET_VARIABLE, "").strip()
+    if text:
+        try:
+            count = int(text)
+        except ValueError:
+            count = 0
+        if count < 1:
+            raise ValueError(f"{CPU_BUDGET_VARIABLE}={text!r}: expected a whole number of cores, 1 or more "
+                             "(the cores this process may use), or unset it to use the machine's")
+        return count
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:

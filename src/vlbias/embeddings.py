@@ -43,8 +43,11 @@ def _require_embeddings(model: ImageTextModel) -> None:
 
 
 def default_decode_workers() -> int:
-    """Threads that decode images while the model runs: JPEG decoding releases the GIL."""
-    return min(8, os.cpu_count() or 1)
+    """Threads that decode images while the model runs (JPEG decoding releases the GIL): the cores
+    this process is given (:func:`vlbias.device.cpu_budget`), at most 8."""
+    from .device import cpu_budget
+
+    return min(8, cpu_budget())
 
 
 def decoded_batches(images: Sequence[Image.Image], start: int, stop: int, batch_size: int,

@@ -35,6 +35,23 @@ def data_dir() -> Path:
 
 
 @contextmanager
+def one_builder(target: str | Path) -> Iterator[None]:
+    """Hold the block as the only builder of ``target`` among processes sharing its folder.
+
+    A file lock beside it (``.<name>.lock``), held while the block runs: another process building
+    the same ``target`` (two notebooks run at once that train or write the same checkpoint) waits,
+    then finds it complete and reuses it, so the work is done once. Callers check completeness
+    again inside the block. The wait is :func:`vlbias.cache.lock_wait` (``VLBIAS_CACHE_LOCK_TIMEOUT``).
+    """
+    from .cache import _locked
+
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(target.parent / f".{target.name}.lock"):
+        yield
+
+
+@contextmanager
 def staged_directory(target: str | Path, prefix: str | None = None,
                      complete: Callable[[Path], bool] | None = None) -> Iterator[Path]:
     """Build ``target`` in a new temporary sibling folder (yielded), renamed into place when the

@@ -188,8 +188,11 @@ class NotebookDeclaration:
 
     ``datasets(parameters)`` lists its :class:`DataNeed`; ``model_parameters`` the parameters whose
     values are model specs (a string or a list of them); ``reads`` the notebooks whose outputs
-    (caches, image folders) it reads, so they run first; ``memory_gb`` the peak resident memory its
-    demo run is assumed to need (an assumption until ``benchmarks/notebook_times.py`` measures it).
+    (caches, image folders) it reads, so that ``python -m vlbias run`` starts it once they have
+    succeeded (two notebooks that merely compute one cache entry or checkpoint need no ``reads``:
+    the cache's locks have it computed once); ``memory_gb`` the peak resident memory its run is
+    assumed to need where the runner has no measurement (the last run's on this machine, or for the
+    demo ``resources/notebook_costs.json``, written by ``benchmarks/notebook_times.py --record``).
     """
 
     name: str

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 FRAME = ["_config.yml", "_toc.yml", "book"]
 
 
-def build_static_book(target: Path, solutions: bool) -> tuple[Path, str]:
+def build_static_book(target: Path, solutions: bool, hang_guard) -> tuple[Path, str]:
     """Copy the book's frame and notebooks to ``target``, build it; return (html folder, build log)."""
     for name in FRAME:
         source = REPO / name
@@ -40,21 +40,21 @@ def build_static_book(target: Path, solutions: bool) -> tuple[Path, str]:
     shutil.copytree(REPO / "notebooks", target / "book" / "generated")
     executable = Path(sys.executable).with_name("jupyter-book")
     env = {**os.environ, "VLBIAS_SOLUTIONS": "1" if solutions else "0"}
-    result = subprocess.run([str(executable), "build", str(target), "--builder", "html"], cwd=target, env=env,
-                            capture_output=True, text=True, timeout=600)
+    result = hang_guard.run([str(executable), "build", str(target), "--builder", "html"], 60.0,
+                            "jupyter-book build of the static book", cwd=target, env=env, capture_output=True, text=True)
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-5000:]
     return target / "_build" / "html", log
 
 
 @pytest.fixture(scope="session")
-def static_book(tmp_path_factory):
+def static_book(tmp_path_factory, hang_guard):
     """``static_book(solutions=False)`` → (html folder, build log), built once per setting and session."""
     built: dict[bool, tuple[Path, str]] = {}
 
     def build(solutions: bool = False) -> tuple[Path, str]:
         if solutions not in built:
-            built[solutions] = build_static_book(tmp_path_factory.mktemp("static-book"), solutions)
+            built[solutions] = build_static_book(tmp_path_factory.mktemp("static-book"), solutions, hang_guard)
         return built[solutions]
 
     return build

@@ -11,7 +11,6 @@ import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -95,7 +94,7 @@ def planted(path: Path, image: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def planted_book(tmp_path_factory) -> tuple[Path, str]:
+def planted_book(tmp_path_factory, hang_guard) -> tuple[Path, str]:
     """(html folder, build log) of the book with planted figure outputs on its notebook pages."""
     target = tmp_path_factory.mktemp("planted-book")
     for name in ("_config.yml", "_toc.yml"):
@@ -106,9 +105,9 @@ def planted_book(tmp_path_factory) -> tuple[Path, str]:
     for path in NOTEBOOKS:
         text = json.dumps(planted(path, image), indent=1, ensure_ascii=False)
         (target / "book" / "generated" / path.name).write_text(text, encoding="utf-8")
-    result = subprocess.run([str(Path(sys.executable).with_name("jupyter-book")), "build", str(target), "--builder",
-                             "html"], cwd=target, env={**os.environ, "VLBIAS_SOLUTIONS": "0"}, capture_output=True,
-                            text=True, timeout=600)
+    result = hang_guard.run([str(Path(sys.executable).with_name("jupyter-book")), "build", str(target), "--builder",
+                             "html"], 60.0, "jupyter-book build of the planted book", cwd=target,
+                            env={**os.environ, "VLBIAS_SOLUTIONS": "0"}, capture_output=True, text=True)
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-5000:]
     return target / "_build" / "html", log

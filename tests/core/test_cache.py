@@ -420,14 +420,14 @@ def _fill_entries(n_entries, start_together, calls):
     calls.put(computed)
 
 
-def test_two_processes_filling_the_same_entries_share_the_work():
+def test_two_processes_filling_the_same_entries_share_the_work(hang_guard):
     context = multiprocessing.get_context("fork")
     start_together, calls = context.Barrier(2), context.Queue()
     workers = [context.Process(target=_fill_entries, args=(30, start_together, calls)) for _ in range(2)]
     for worker in workers:
         worker.start()
     for worker in workers:
-        worker.join(timeout=120)
+        hang_guard.join(worker, 2.0, "a process filling the shared cache entries")
     assert [worker.exitcode for worker in workers] == [0, 0]
     assert calls.get(timeout=5) + calls.get(timeout=5) == 30 * 4, "each chunk computed exactly once"
     for entry in range(30):
@@ -456,10 +456,10 @@ def _killed_run(kill_at, chunk_index):
 
 
 @pytest.mark.parametrize("kill_at, chunk_index", [("compute", 0), ("compute", 3), ("rename", 0), ("rename", 2)])
-def test_sigkill_at_any_point_resumes_with_only_the_missing_chunks(kill_at, chunk_index):
+def test_sigkill_at_any_point_resumes_with_only_the_missing_chunks(kill_at, chunk_index, hang_guard):
     child = multiprocessing.get_context("fork").Process(target=_killed_run, args=(kill_at, chunk_index))
     child.start()
-    child.join(timeout=60)
+    hang_guard.join(child, 1.0, f"a cache process killed at {kill_at}")
     assert child.exitcode == -signal.SIGKILL
     rerun = Counting(_table(40))
     np.testing.assert_array_equal(compute_chunked(KEY, 40, rerun, chunk_size=8, progress=False), _table(40))

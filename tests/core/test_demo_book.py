@@ -1,81 +1,47 @@
-"""The book build is the test: run the whole demo profile in a copy of the repository, with every
-non-loopback connection refused and recorded, and check the HTML book it leaves."""
+"""The book build is the test: the whole demo profile, run once per session as ``make book`` runs it
+(``demo_book`` in tests/conftest.py: notebooks side by side, every non-loopback connection refused
+and recorded), and the HTML book it leaves; and its pages equal a run one notebook after another."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from vlbias import book
-
-REPO = Path(__file__).resolve().parents[2]
-GUARD = Path(__file__).resolve().parents[1] / "network_guard"
+from vlbias.pages import compare_folders
 
 
-def guarded_env(tmp_path: Path) -> dict[str, str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "VLBIAS_NETWORK_LOG": str(tmp_path / "network.log"), "VLBIAS_CACHE_DIR": str(tmp_path / "cache"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(GUARD), os.environ.get("PYTHONPATH")]))}
-    return env
-
-
-def copy_repository(target: Path) -> Path:
-    """Tracked and untracked-but-not-ignored files: what a fresh clone (plus local edits) holds."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = REPO / name
-        if source.is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target / name)
-    return target
-
-
-def test_network_guard_refuses_and_records(tmp_path):
-    env = guarded_env(tmp_path)
+def test_network_guard_refuses_and_records(tmp_path, hang_guard, repository_tools):
+    env = repository_tools.guarded_env(tmp_path)
     code = ("import socket\n"
             "try:\n    socket.create_connection(('93.184.216.34', 80), timeout=2)\n"
             "except OSError as e:\n    print('refused', e)\n"
             "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); "
             "socket.create_connection(s.getsockname(), timeout=2); print('loopback ok')")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    out = hang_guard.run([sys.executable, "-c", code], 1.0, "the network guard's check", env=env,
+                         capture_output=True, text=True)
     assert "refused network access blocked" in out.stdout and "loopback ok" in out.stdout, out.stderr
     assert "93.184.216.34" in (tmp_path / "network.log").read_text()
 
 
 @pytest.fixture(scope="module")
-def demo_build(tmp_path_factory):
-    """The whole demo profile run once in a copy of the repository: (tmp folder, project, process result)."""
-    tmp_path = tmp_path_factory.mktemp("demo-book")
-    project = copy_repository(tmp_path / "repo")
-    env = guarded_env(tmp_path)
-    result = subprocess.run([sys.executable, "-m", "vlbias", "run", "--profile", "demo", "--timeout", "600"],
-                            cwd=project, env=env, capture_output=True, text=True, timeout=1500)
-    return tmp_path, project, result
-
-
-@pytest.fixture(scope="module")
-def demo_book_html(demo_build):
+def demo_book_html(demo_book):
     """The built demo book's HTML folder (the build must have succeeded)."""
-    _, project, result = demo_build
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
-    return project / "_build" / "html"
+    assert demo_book.result.returncode == 0, demo_book.log
+    return demo_book.project / "_build" / "html"
 
 
 @pytest.mark.slow
-def test_demo_book_builds_offline(demo_build):
-    tmp_path, project, result = demo_build
-    log = result.stdout[-6000:] + result.stderr[-3000:]
+def test_demo_book_builds_offline(demo_book):
+    project, result, log = demo_book.project, demo_book.result, demo_book.log
     assert result.returncode == 0, log
     warnings = [line for line in (result.stdout + result.stderr).splitlines() if "WARNING:" in line]
     assert not warnings, "book build warnings:\n" + "\n".join(warnings[:20])
-    network = tmp_path / "network.log"
+    network = demo_book.folder / "network.log"
     assert not network.exists() or not network.read_text().strip(), network.read_text()
+    # notebooks ran side by side where the machine has the cores, and the run says so
+    assert "at once on" in result.stdout and "[vlbias] started" in result.stdout
 
     html = project / "_build" / "html"
     assert (html / "book" / "intro.html").exists() or (html / "index.html").exists(), log
@@ -91,6 +57,29 @@ def test_demo_book_builds_offline(demo_build):
         assert not book.code_style_headers(text), f"{name}: headers in code style {book.code_style_headers(text)}"
         assert not book.measure_names_in_cells(text), f"{name}: {book.measure_names_in_cells(text)} in code style"
     assert list((html / "_images").glob("*.png")), "no figure images in the book"
+
+
+#: notebooks rerun one after another from an empty cache: two that share their image embeddings
+#: (01a and 01b, computed once under the cache's locks when they run side by side) and one more
+SEQUENTIAL = ("01a_self_similarity", "01b_markedness", "02a_colorfoil_construction")
+
+
+@pytest.mark.slow
+def test_pages_equal_those_of_a_run_one_after_another(demo_book, tmp_path, hang_guard, repository_tools):
+    """The demo book ran its notebooks side by side; these, run with ``--jobs 1`` from another empty
+    cache, show the same tables, figures and text (:mod:`vlbias.pages`)."""
+    project = repository_tools.copy_repository(tmp_path / "repo")
+    only = [f"--only={name}" for name in SEQUENTIAL]
+    result = hang_guard.run([sys.executable, "-m", "vlbias", "run", "--profile", "demo", "--jobs", "1", "--no-build",
+                             *only], 60.0, "three demo notebooks one after another", cwd=project,
+                            env=repository_tools.guarded_env(tmp_path), capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "1 at once" in result.stdout
+    found = compare_folders(demo_book.project / "book" / "generated", project / "book" / "generated")
+    assert set(found) >= {f"{name}.ipynb" for name in SEQUENTIAL}
+    differing = {name: problems for name, problems in found.items()
+                 if name.removesuffix(".ipynb") in SEQUENTIAL and problems}
+    assert not differing, differing
 
 
 @pytest.mark.slow

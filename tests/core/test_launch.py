@@ -97,7 +97,7 @@ def test_binder_python_is_the_books():
     assert "sys.version_info[:2] == (3, 11)" in (REPO / "Makefile").read_text()
 
 
-def test_binder_start_runs_its_command_offline():
+def test_binder_start_runs_its_command_offline(hang_guard):
     import subprocess
 
     start, post_build = REPO / "binder" / "start", REPO / "binder" / "postBuild"
@@ -105,15 +105,16 @@ def test_binder_start_runs_its_command_offline():
         assert os.access(script, os.X_OK), f"{script.name} must be executable"
         syntax = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
         assert syntax.returncode == 0, syntax.stderr
-    shown = subprocess.run([str(start), "env"], capture_output=True, text=True, timeout=30, env={"PATH": os.environ["PATH"]})
+    shown = hang_guard.run([str(start), "env"], 0.1, "binder/start env", capture_output=True, text=True,
+                           env={"PATH": os.environ["PATH"]})
     assert shown.returncode == 0
     for setting in ("HF_HUB_OFFLINE=1", "TRANSFORMERS_OFFLINE=1", "HF_DATASETS_OFFLINE=1"):
         assert setting in shown.stdout.splitlines()
-    assert subprocess.run([str(start), "sh", "-c", "exit 7"], timeout=30).returncode == 7  # exec: its own exit status
+    assert hang_guard.run([str(start), "sh", "-c", "exit 7"], 0.1, "binder/start sh").returncode == 7  # exec: its own exit status
 
 
 @pytest.mark.slow
-def test_binder_post_build_prepares_every_notebook_with_the_demo_profile(tmp_path):
+def test_binder_post_build_prepares_every_notebook_with_the_demo_profile(tmp_path, hang_guard):
     """postBuild run as repo2docker runs it, in a copy of the repository: pip recorded (the stack is
     this venv), python the real one."""
     import json
@@ -135,7 +136,8 @@ def test_binder_post_build_prepares_every_notebook_with_the_demo_profile(tmp_pat
         stub.chmod(0o755)
     env = {**os.environ, "PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}", "VLBIAS_CACHE_DIR": str(tmp_path / "cache"),
            "PYTHONPATH": str(REPO / "src")}
-    result = subprocess.run(["binder/postBuild"], cwd=copy, env=env, capture_output=True, text=True, timeout=900)
+    result = hang_guard.run(["binder/postBuild"], 90.0, "binder/postBuild", cwd=copy, env=env, capture_output=True,
+                            text=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert (tmp_path / "pip.log").read_text().splitlines() == [
         "install --no-cache-dir --no-deps -r requirements-nodeps.txt", "install --no-cache-dir --no-deps -e ."]

@@ -1,4 +1,5 @@
 import importlib.util
+import os
 import json
 from pathlib import Path
 
@@ -266,3 +267,123 @@ def test_parameter_defaults_read_literals_papermill_cannot_and_leave_out_express
     path = tmp_path / "p.ipynb"
     path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     assert parameter_defaults(path) == {"spec": "trained:world-clip?seed=1&epochs=2", "n": 3, "sizes": [1, 2]}
+
+
+# ----------------------------------------------------------------------------- notebooks side by side
+
+TIMED = ("import json, os, time\nstarted = time.time()\ntime.sleep(pause)\n"
+         "json.dump({'start': started, 'end': time.time(), 'cpus': os.environ.get('VLBIAS_CPUS'), "
+         "'omp': os.environ.get('OMP_NUM_THREADS')}, open(f'{name}.times.json', 'w'))")
+
+
+@pytest.fixture
+def timed_project(tmp_path):
+    """Three notebooks that sleep and record when they ran, and a fourth that fails."""
+    cell = "seed = 0\npause = 3.0\nname = '{}'"
+    return make_project(tmp_path, {
+        "p_first": [cell.format("p_first"), TIMED],
+        "q_second": [cell.format("q_second"), TIMED],
+        "r_reads_first": [cell.format("r_reads_first"), TIMED],
+        "s_fails": [cell.format("s_fails"), TIMED, "raise ValueError('planted failure')"],
+        "t_reads_failed": [cell.format("t_reads_failed"), TIMED],
+    }, "notebooks: {}\n")
+
+
+def _times(project, name):
+    return json.loads((project / "notebooks" / f"{name}.times.json").read_text())
+
+
+def test_jobs_run_notebooks_side_by_side_and_a_reader_after_what_it_reads(timed_project, monkeypatch, capsys):
+    depends = {"r_reads_first": {"p_first"}, "t_reads_failed": {"s_fails"}}
+    monkeypatch.setattr(runner, "notebook_dependencies",
+                        lambda names: {name: depends.get(name, set()) & set(names) for name in names})
+    code = runner.run("demo", project_dir=timed_project, build=False, timeout=300, jobs=2)
+    out = capsys.readouterr().out
+    assert code == 1, out
+    times = {n: _times(timed_project, n) for n in ("p_first", "q_second", "r_reads_first", "s_fails")}
+    first, reader = times["p_first"], times["r_reads_first"]
+    # two at once, never three: at each notebook's start, count those running then
+    at_once = [sum(t["start"] <= u["start"] < t["end"] for t in times.values()) for u in times.values()]
+    assert max(at_once) == 2, times
+    assert reader["start"] >= first["end"]  # r_reads_first starts after what it reads ended
+    # each given half of the machine's cores (at least one), its threads capped to match
+    share = str(max(1, runner.usable_cores() // 2))
+    assert first["cpus"] == share and first["omp"] == (os.environ.get("OMP_NUM_THREADS") or share)
+    # the failure stops its dependant only, which is reported and never started
+    assert "t_reads_failed: not run\n    needs s_fails, which failed" in out
+    assert not (timed_project / "notebooks" / "t_reads_failed.times.json").exists()
+    assert "s_fails: failed" in out and "r_reads_first: ok" in out
+    for name in ("p_first", "q_second", "r_reads_first", "s_fails"):
+        assert f"[vlbias] started {name}" in out
+    assert "started t_reads_failed" not in out
+    assert "longest: " in out and "with 2 at once" in out
+    # the run record keeps each good notebook's seconds and peak memory for the next run's order
+    record = json.loads((timed_project / "book" / "generated" / runner.RUN_RECORD).read_text())["demo"]
+    assert set(record) == {"p_first", "q_second", "r_reads_first"}
+    assert all(3 <= entry["seconds"] < 300 and entry["peak_gb"] > 0.01 for entry in record.values()), record
+
+
+def test_one_job_runs_one_after_another(timed_project, monkeypatch, capsys):
+    monkeypatch.setattr(runner, "notebook_dependencies", lambda names: {name: set() for name in names})
+    assert runner.run("demo", only=["p_first", "q_second"], project_dir=timed_project, build=False, timeout=300,
+                      jobs=1) == 0
+    first, second = (_times(timed_project, n) for n in ("p_first", "q_second"))
+    assert first["end"] <= second["start"] or second["end"] <= first["start"]
+    assert first["cpus"] == str(runner.usable_cores())  # all the cores; torch's own thread default
+
+
+@pytest.mark.parametrize("text", ["0", "-2", "two", "1.5", ""])
+def test_bad_jobs_is_one_line_naming_jobs_with_exit_2(text, capsys):
+    from vlbias.__main__ import main
+
+    assert main(["run", "--jobs", text, "--no-build", "--project-dir", str(REPO)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --jobs takes a whole number") and repr(text) in err[0], err
+
+
+def test_default_jobs_is_the_cores_capped_by_memory_and_notebooks():
+    assert runner.default_jobs(16, [1.5, 2.0], cores=2, free_gb=20) == 2
+    assert runner.default_jobs(16, [1.5, 4.0], cores=16, free_gb=20) == 5  # 20 GB // 4 GB
+    assert runner.default_jobs(3, [1.0], cores=16, free_gb=100) == 3
+    assert runner.default_jobs(16, [8.0], cores=4, free_gb=5) == 1  # never fewer than one
+
+
+def test_schedule_priority_is_the_longest_chain_of_dependants():
+    # c reads b, b reads a: a's chain is a + b + c; d alone; e untimed
+    depends = {"a": set(), "b": {"a"}, "c": {"b"}, "d": set(), "e": set()}
+    priority = runner.schedule_priority(list(depends), depends, {"a": 10, "b": 20, "c": 5, "d": 30})
+    assert priority == {"a": 35, "b": 25, "c": 5, "d": 30, "e": runner.UNTIMED_SECONDS}
+    with pytest.raises(profiles.RunnerError, match="cycle"):
+        runner.schedule_priority(["x", "y"], {"x": {"y"}, "y": {"x"}}, {})
+
+
+def test_declared_reads_are_the_runners_dependencies():
+    names = list(profiles.list_notebooks(REPO))
+    depends = runner.notebook_dependencies(names)
+    assert depends["03e_summary"] == {"03a_stereotyping", "03c_erasure"}
+    assert depends["04b_annotation_and_metrics"] == {"04a_generation"}
+    assert runner.notebook_dependencies(["03e_summary", "03c_erasure"])["03e_summary"] == {"03c_erasure"}
+    assert sum(map(len, depends.values())) == 3
+
+
+def test_without_jobs_gpu_notebooks_take_the_gpu_one_at_a_time(timed_project, monkeypatch, capsys):
+    """Two notebooks whose device is not "cpu" on a machine with one GPU: one after another unless
+    --jobs says otherwise; a notebook on the CPU runs beside them."""
+    monkeypatch.setattr(runner, "notebook_dependencies", lambda names: {name: set() for name in names})
+    monkeypatch.setattr(runner, "gpu_count", lambda: 1)
+    monkeypatch.setattr(runner, "usable_cores", lambda: 3)
+    (timed_project / "params" / "demo.yml").write_text(
+        "notebooks:\n  p_first: {device: cpu}\n")
+    for name in ("p_first", "q_second", "r_reads_first"):
+        path = timed_project / "notebooks" / f"{name}.ipynb"
+        notebook = json.loads(path.read_text())
+        notebook["cells"][0]["source"] = f"seed = 0\npause = 3.0\nname = '{name}'\ndevice = 'auto'"
+        path.write_text(json.dumps(notebook))
+    only = ["p_first", "q_second", "r_reads_first"]
+    assert runner.run("demo", only=only, project_dir=timed_project, build=False, timeout=300) == 0
+    assert "at most 1 on the GPU at a time" in capsys.readouterr().out
+    times = {n: _times(timed_project, n) for n in only}
+    gpu = sorted((times["q_second"], times["r_reads_first"]), key=lambda t: t["start"])
+    assert gpu[0]["end"] <= gpu[1]["start"]  # the two GPU notebooks did not overlap
+    cpu = times["p_first"]
+    assert any(cpu["start"] < t["end"] and t["start"] < cpu["end"] for t in gpu)  # the CPU one ran beside

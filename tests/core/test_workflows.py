@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -24,20 +23,20 @@ def actionlint() -> str:
     return found
 
 
-def test_workflows_pass_actionlint():
+def test_workflows_pass_actionlint(hang_guard):
     assert {w.name for w in WORKFLOWS} >= {"book.yml", "full-book.yml"}
-    result = subprocess.run([actionlint(), "-no-color", *map(str, WORKFLOWS)], cwd=REPO, capture_output=True,
-                            text=True, timeout=120)
+    result = hang_guard.run([actionlint(), "-no-color", *map(str, WORKFLOWS)], 1.0, "actionlint", cwd=REPO,
+                            capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_actionlint_catches_a_broken_workflow(tmp_path):
+def test_actionlint_catches_a_broken_workflow(tmp_path, hang_guard):
     broken = tmp_path / ".github" / "workflows" / "broken.yml"
     broken.parent.mkdir(parents=True)
     broken.write_text("on: push\njobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n"
                       "      - run: echo ${{ github.no_such_context }}\n")
-    result = subprocess.run([actionlint(), "-no-color", str(broken)], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=120)
+    result = hang_guard.run([actionlint(), "-no-color", str(broken)], 1.0, "actionlint", cwd=tmp_path,
+                            capture_output=True, text=True)
     assert result.returncode == 1 and "no_such_context" in result.stdout
 
 

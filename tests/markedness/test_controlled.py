@@ -70,7 +70,7 @@ def test_across_seeds_gives_the_t_interval_of_the_seed_means_and_keeps_a_lone_se
 
 
 @pytest.mark.slow
-def test_planted_signal_unmarked_gap_follows_the_reporting_gap():
+def test_planted_signal_unmarked_gap_follows_the_reporting_gap(demo_cache):
     """The cause is planted: red goes unnamed more often, so red pictures become unmarked.
 
     At the demo settings (every kind half red, seeds 0, 1 and 2) the red-minus-blue unmarked gap,
@@ -78,7 +78,7 @@ def test_planted_signal_unmarked_gap_follows_the_reporting_gap():
     seeds lies above zero, and every seed's gap there lies above every seed's gap under uniform
     reporting at 0.5, whose interval across seeds holds zero. (One model's gap under uniform
     reporting strays far, either way: the bare prompt is then a near-tie between the colours;
-    hence the seeds.)
+    hence the seeds.) The twelve models are those the demo book's 01c trained (its cache).
     """
     from vlbias.data import load_dataset
     from vlbias.data.planted_world import spread_shares, world_root

@@ -176,7 +176,7 @@ def _generate_in_process(folder, start_together, drawn):
     drawn.put(sum(len(call) for call in model.calls))
 
 
-def test_two_runs_on_one_folder_share_the_jobs_and_equal_one_run(tmp_path):
+def test_two_runs_on_one_folder_share_the_jobs_and_equal_one_run(tmp_path, hang_guard):
     context = multiprocessing.get_context("fork")
     start_together, drawn = context.Barrier(2), context.Queue()
     runs = [context.Process(target=_generate_in_process, args=(tmp_path / "shared", start_together, drawn))
@@ -184,7 +184,7 @@ def test_two_runs_on_one_folder_share_the_jobs_and_equal_one_run(tmp_path):
     for run in runs:
         run.start()
     for run in runs:
-        run.join(timeout=120)
+        hang_guard.join(run, 1.0, "a generation process sharing the folder")
     assert [run.exitcode for run in runs] == [0, 0]
     assert drawn.get(timeout=5) + drawn.get(timeout=5) == 24, "every job drawn once"
     shared = read_manifest(tmp_path / "shared").sort_values("job_id").reset_index(drop=True)
@@ -215,10 +215,10 @@ def _killed_generation(folder, kill_at):
 
 
 @pytest.mark.parametrize("kill_at, survivors", [("drawing-batch-3", 6), ("before-recording-batch-2", 3)])
-def test_sigkill_during_generation_resumes_to_the_files_of_an_uninterrupted_run(tmp_path, kill_at, survivors):
+def test_sigkill_during_generation_resumes_to_the_files_of_an_uninterrupted_run(tmp_path, kill_at, survivors, hang_guard):
     child = multiprocessing.get_context("fork").Process(target=_killed_generation, args=(tmp_path / "k", kill_at))
     child.start()
-    child.join(timeout=60)
+    hang_guard.join(child, 1.0, f"a generation process killed at {kill_at}")
     assert child.exitcode == -signal.SIGKILL
     assert len(read_manifest(tmp_path / "k")) == survivors
     resumed = FakePipeline()

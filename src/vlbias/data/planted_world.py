@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from ..paths import cache_dir, staged_directory
+from ..paths import cache_dir, one_builder, staged_directory
 from .base import DatasetNotFoundError, ImageDataset, file_sha256, make_identity, sha256_hex
 from .registry import not_found_message, register_dataset, register_fixture
 
@@ -219,8 +219,11 @@ def world_root(**parameters) -> Path:
 
     if written(target):
         return target
-    with staged_directory(target, prefix=".world-", complete=written) as staging:
-        write_world(staging, **parameters)
+    with one_builder(target):
+        if written(target):  # written by another process while this one waited
+            return target
+        with staged_directory(target, prefix=".world-", complete=written) as staging:
+            write_world(staging, **parameters)
     return target
 
 

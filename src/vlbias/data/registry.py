@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from ..paths import cache_dir, data_dir, staged_directory
+from ..paths import cache_dir, data_dir, one_builder, staged_directory
 from .base import DatasetNotFoundError, ImageDataset, files_listing_hash, stat_image_files
 
 #: name -> loader(root: Path, split, **options) -> ImageDataset
@@ -97,9 +97,12 @@ def fixture_root(name: str, seed: int = 0) -> Path:
 
     if written(target):
         return target
-    with staged_directory(target, prefix=f".{name}-", complete=written) as staging:
-        write_fixture(name, staging, seed=seed)
-        (staging / FIXTURE_MARKER).write_text(json.dumps(wanted))
+    with one_builder(target):
+        if written(target):  # written by another process while this one waited
+            return target
+        with staged_directory(target, prefix=f".{name}-", complete=written) as staging:
+            write_fixture(name, staging, seed=seed)
+            (staging / FIXTURE_MARKER).write_text(json.dumps(wanted))
     return target
 
 

@@ -91,7 +91,8 @@ def across_seeds(table: pd.DataFrame, value: str, low: str, high: str, by: Seque
     return pd.DataFrame(rows).drop(columns=["seed", "spec"], errors="ignore")
 
 
-def reporting_experiment(conditions: pd.DataFrame, test, family: str = "colour", device=None) -> dict:
+def reporting_experiment(conditions: pd.DataFrame, test, family: str = "colour", device=None,
+                         workers: int | None = None) -> dict:
     """Part I's measures on one mini-CLIP per reporting condition and seed, on the same held-out pictures.
 
     ``conditions``: rows with a ``condition`` label, a ``seed`` and a model ``spec`` (see
@@ -100,11 +101,15 @@ def reporting_experiment(conditions: pd.DataFrame, test, family: str = "colour",
     colour (Wilson interval), self-similarity per condition and colour, and per condition the
     unmarked-rate gap of the first colour over the second (percentage points, Newcombe interval);
     and the same three tables :func:`across_seeds` (mean over seeds, t interval across seeds).
-    Each table keeps the condition's other columns.
+    Each table keeps the condition's other columns. Models not yet trained train first, ``workers``
+    at once (:func:`vlbias.models.trained.build_trained`; default: the cores this process is given),
+    with the same weights as trained one after another.
     """
     from ..embeddings import embed_images, embed_texts
     from ..models import load_image_text_model
+    from ..models.trained import build_trained
 
+    build_trained(conditions["spec"], workers=workers)  # side by side, on the cores this notebook is given
     records = test.records
     first, second = test.parameters["colours"][:2]
     rates, similarity, gaps = [], [], []

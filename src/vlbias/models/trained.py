@@ -29,18 +29,21 @@ class TrainedRecipe:
     description: str
     #: for a text-to-image recipe: () -> the diffusers pipeline class that loads its directory
     pipeline_class: Callable[[], type] | None = None
+    #: target(**options) -> the directory ``build`` trains into (cheap: no training, no data), which
+    #: holds ``training.json`` once trained
+    target: Callable[..., Path] | None = None
 
 
 TRAINED_RECIPES: dict[str, TrainedRecipe] = {}
 
 
 def register_trained(name: str, kind: str, defaults: dict, description: str = "",
-                     pipeline_class: Callable[[], type] | None = None):
+                     pipeline_class: Callable[[], type] | None = None, target: Callable[..., Path] | None = None):
     """Decorator registering ``build(**options) -> directory`` as the recipe of ``trained:<name>``."""
 
     def decorator(build: Callable[..., Path]) -> Callable[..., Path]:
         TRAINED_RECIPES[name] = TrainedRecipe(name, kind, dict(defaults), build,
-                                              description or (build.__doc__ or "").strip(), pipeline_class)
+                                              description or (build.__doc__ or "").strip(), pipeline_class, target)
         return build
 
     return decorator
@@ -102,3 +105,75 @@ def training_summary(specs) -> pd.DataFrame:
         rows.append({"spec": spec, **length, "final_loss": record["history"][-1]["loss"],
                      "train_images": record["train_images"], "seconds": record["seconds"]})
     return pd.DataFrame(rows)
+
+
+def _train_one(body: str) -> tuple[str, list[tuple[str, str, str, int]]]:
+    """In a worker process: train ``trained:<body>``; its directory and the warnings it raised, to show
+    in the caller (a worker's own stderr does not reach a notebook's page)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        directory = trained_checkpoint(body)
+    return str(directory), [(str(w.message), w.category.__module__, w.category.__qualname__, w.lineno)
+                            for w in caught]
+
+
+def build_trained(specs, workers: int | None = None, progress: bool = False) -> dict[str, Path]:
+    """The directories of the ``trained:`` models among ``specs`` (other specs are left to their
+    loaders), training those not yet built up to ``workers`` at once, each in its own process.
+
+    Every recipe trains on one torch thread, in its own process here exactly as when it trains in
+    the caller's, so the weights are bit for bit those of training them one after another (tested).
+    ``workers`` defaults to the cores this process is given (:func:`vlbias.device.cpu_budget`: the
+    runner divides the machine among the notebooks it runs at once); with one worker, or one model
+    to train, they train here, one after another. Specs naming the same options train once; a model
+    another process is training is waited for (:func:`vlbias.paths.one_builder`), not trained twice.
+    Warnings raised while training are raised again here.
+    """
+    import warnings
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    from ..device import cpu_budget
+    from .spec import parse_spec
+
+    named = {spec: parse_spec(spec) for spec in ([specs] if isinstance(specs, str) else specs)}
+    bodies = {spec: parsed.name for spec, parsed in named.items() if parsed.source == "trained"}
+    distinct = list({_options_key(body): body for body in bodies.values()}.values())
+    missing = [body for body in distinct if not _is_built(body)]
+    workers = max(1, int(workers or cpu_budget()))
+    if workers > 1 and len(missing) > 1:
+        from tqdm import tqdm
+
+        # spawn, not fork: a notebook's kernel holds threads (torch's, the decoders') a fork would copy mid-state
+        with ProcessPoolExecutor(min(workers, len(missing)), mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(_train_one, body) for body in missing]
+            for future in tqdm(as_completed(futures), total=len(futures), desc="training models", disable=not progress):
+                for message, module, category, lineno in future.result()[1]:
+                    warnings.warn_explicit(message, _warning_class(module, category), "vlbias training worker", lineno)
+    return {spec: trained_checkpoint(body) for spec, body in bodies.items()}
+
+
+def _options_key(body: str) -> str:
+    recipe, options = trained_options(body)
+    return json.dumps([recipe.name, options], sort_keys=True)
+
+
+def _is_built(body: str) -> bool:
+    """Whether ``trained:<body>`` is trained already (False when its recipe cannot tell without training)."""
+    recipe, options = trained_options(body)
+    return recipe.target is not None and (Path(recipe.target(**options)) / "training.json").exists()
+
+
+def _warning_class(module: str, qualname: str) -> type:
+    """The warning class a worker raised, by name; ``UserWarning`` when it cannot be found here."""
+    import importlib
+
+    try:
+        found = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        return UserWarning
+    return found if isinstance(found, type) and issubclass(found, Warning) else UserWarning

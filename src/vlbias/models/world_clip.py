@@ -30,18 +30,24 @@ WORLD_CLIP_DEFAULTS = {**{f"{colour}_named": world_defaults()["named"][colour] f
                        "image_size": world_defaults()["image_size"]}
 
 
-@register_trained("world-clip", "image-text", WORLD_CLIP_DEFAULTS)
-def world_clip(share_spread: float, seed: int, epochs: int, batch_size: int, learning_rate: float, train_per_kind: int, image_size: int,
-               **named) -> Path:
-    """A mini-CLIP trained contrastively on a planted world's captions; captions with the same text are positives."""
-    from ..data import load_dataset
-
+def _world_clip_recipe(share_spread: float, seed: int, epochs: int, batch_size: int, learning_rate: float,
+                       train_per_kind: int, image_size: int, **named) -> tuple[dict, MiniClipConfig, dict, Path]:
+    """(world parameters, training config, ``about``, target directory) of these options."""
     world = dict(shares=spread_shares(share_spread), named={key.removesuffix("_named"): value for key, value in named.items()},
                  train_per_kind=train_per_kind, image_size=image_size, seed=seed)
     config = MiniClipConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, width=64, layers=2, heads=2,
                             patch_size=image_size // 4, projection_dim=32, seed=seed)
     about = {"version": WORLD_CLIP_VERSION, "world": world_parameters(**world)}
     key = sha256_hex(json.dumps({**about, "config": config.__dict__}, sort_keys=True))[:16]
+    return world, config, about, cache_dir() / "trained" / f"world-clip-{key}"
+
+
+@register_trained("world-clip", "image-text", WORLD_CLIP_DEFAULTS, target=lambda **options: _world_clip_recipe(**options)[3])
+def world_clip(**options) -> Path:
+    """A mini-CLIP trained contrastively on a planted world's captions; captions with the same text are positives."""
+    from ..data import load_dataset
+
+    world, config, about, target = _world_clip_recipe(**options)
 
     def examples() -> TrainingExamples:
         train = load_dataset("planted-world", root=world_root(**world), split="train")
@@ -49,5 +55,5 @@ def world_clip(share_spread: float, seed: int, epochs: int, batch_size: int, lea
         return TrainingExamples(images=list(train.images()), captions=[[c] for c in captions],
                                 classes=pd.factorize(captions)[0])
 
-    return train_mini_clip(cache_dir() / "trained" / f"world-clip-{key}", examples, config, progress=False,
+    return train_mini_clip(target, examples, config, progress=False,
                            about=about, description="training world-clip")

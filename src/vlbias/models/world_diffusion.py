@@ -44,7 +44,7 @@ from ..data.planted_world import (
     world_root,
 )
 from ..device import torch_threads
-from ..paths import cache_dir, staged_directory
+from ..paths import cache_dir, one_builder, staged_directory
 from .trained import register_trained
 
 #: bump when the same options would train different weights
@@ -225,12 +225,15 @@ def train_world_diffusion(target: str | Path, pixels: np.ndarray, kinds: list[st
 
     if trained(target):
         return target
-    with staged_directory(target, ".world-diffusion-", complete=trained) as staging, torch_threads(1):
-        pipeline, history, seconds = _train(staging, pixels, kinds, config)
-        pipeline.save_pretrained(staging)
-        (staging / "training.json").write_text(json.dumps(
-            {**(about or {}), "config": asdict(config), "train_images": len(kinds), "history": history,
-             "seconds": seconds}, indent=1))
+    with one_builder(target):
+        if trained(target):  # trained by another process while this one waited
+            return target
+        with staged_directory(target, ".world-diffusion-", complete=trained) as staging, torch_threads(1):
+            pipeline, history, seconds = _train(staging, pixels, kinds, config)
+            pipeline.save_pretrained(staging)
+            (staging / "training.json").write_text(json.dumps(
+                {**(about or {}), "config": asdict(config), "train_images": len(kinds), "history": history,
+                 "seconds": seconds}, indent=1))
     return target
 
 
@@ -286,20 +289,27 @@ def _train(staging: Path, pixels: np.ndarray, kinds: list[str], config: Diffusio
     return pipeline, history, round(time.monotonic() - started, 1)
 
 
-@register_trained("world-diffusion", "text-to-image", WORLD_DIFFUSION_DEFAULTS,
-                  pipeline_class=world_diffusion_pipeline_class)
-def world_diffusion(share_spread: float, seed: int, steps: int, batch_size: int, learning_rate: float,
-                    train_per_kind: int, image_size: int, prompt_dropout: float, ema_decay: float) -> Path:
-    """A pixel-space text-to-image diffusion model trained on a planted world, captions never naming the colour."""
-    from ..data import load_dataset
-
+def _world_diffusion_recipe(share_spread: float, seed: int, steps: int, batch_size: int, learning_rate: float,
+                            train_per_kind: int, image_size: int, prompt_dropout: float,
+                            ema_decay: float) -> tuple[dict, DiffusionTrainingConfig, dict, Path]:
+    """(world parameters, training config, ``about``, target directory) of these options."""
     world = dict(shares=spread_shares(share_spread), train_per_kind=train_per_kind, seed=seed)
     config = DiffusionTrainingConfig(steps=steps, batch_size=batch_size, learning_rate=learning_rate,
                                      image_size=image_size, prompt_dropout=prompt_dropout, ema_decay=ema_decay,
                                      seed=seed)
     about = {"version": WORLD_DIFFUSION_VERSION, "world": world_parameters(**world)}
     key = sha256_hex(json.dumps({**about, "config": asdict(config)}, sort_keys=True))[:16]
-    target = cache_dir() / "trained" / f"world-diffusion-{key}"
+    return world, config, about, cache_dir() / "trained" / f"world-diffusion-{key}"
+
+
+@register_trained("world-diffusion", "text-to-image", WORLD_DIFFUSION_DEFAULTS,
+                  pipeline_class=world_diffusion_pipeline_class,
+                  target=lambda **options: _world_diffusion_recipe(**options)[3])
+def world_diffusion(**options) -> Path:
+    """A pixel-space text-to-image diffusion model trained on a planted world, captions never naming the colour."""
+    from ..data import load_dataset
+
+    world, config, about, target = _world_diffusion_recipe(**options)
     if (target / "training.json").exists():
         return target
     train = load_dataset("planted-world", root=world_root(**world), split="train")

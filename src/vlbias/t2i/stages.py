@@ -188,6 +188,7 @@ core.register(
         "04e_controlled_generation", model_parameters=("diffusion_spec", "annotator_spec"),
         stages=(core.StageDeclaration("generation", ("diffusion_spec",), _planted_world_estimate,
                                  writes="small images per sampler under output_dir; the trained models' checkpoints",
-                                 left="its own sampler grids on models trained in the book; the notebook draws them"),),
-        reads=("01c_controlled_markedness",)),
+                                 left="its own sampler grids on models trained in the book; the notebook draws them"),)),
+    # its annotator is one of 01c's mini-CLIPs: whichever notebook comes first trains it, the other
+    # waits on its lock (vlbias.paths.one_builder) and reuses it, so the two run side by side
 )

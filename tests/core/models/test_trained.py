@@ -67,3 +67,46 @@ def test_a_trained_spec_is_built_once_and_loads_like_a_checkpoint(tmp_path, monk
     assert direct.cache_identity() == model.cache_identity() and model.identity.weights.startswith("sha256:")
     texts = ["a photo of a red circle", "a photo of a star"]
     assert np.allclose(model.encode_texts(texts), direct.encode_texts(texts))
+
+
+def _weights(directory):
+    return load_file(directory / "model.safetensors")
+
+
+def test_side_by_side_training_gives_the_weights_of_training_one_after_another(tmp_path, monkeypatch):
+    """Two mini-CLIPs and the world-diffusion model trained in two worker processes at once equal,
+    tensor for tensor, the same three trained here one after another (each trains on one torch
+    thread either way). Specs naming the same options train once; other specs are passed over."""
+    from vlbias.models.trained import build_trained
+
+    specs = [f"trained:{SMALL}", f"trained:{SMALL}&seed=1", "trained:world-diffusion?steps=4&train_per_kind=4",
+             "trained:world-clip?train_per_kind=12&epochs=1&red_named=0.2", "tiny:clip"]  # the 4th is the 1st
+    monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "one-after-another"))
+    alone = [trained_checkpoint(parse_spec(spec).name) for spec in specs[:3]]
+    monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "side-by-side"))
+    built = build_trained(specs, workers=2)
+    assert list(built) == specs[:4] and built[specs[0]] == built[specs[3]]
+    for spec, directory in zip(specs[:2], alone[:2]):
+        ours, theirs = _weights(built[spec]), _weights(directory)
+        assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours), spec
+    unet = "unet/diffusion_pytorch_model.safetensors"
+    ours, theirs = load_file(built[specs[2]] / unet), load_file(alone[2] / unet)
+    assert all(torch.equal(ours[k], theirs[k]) for k in ours)
+    # a second call finds them built and starts no worker
+    import concurrent.futures
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", None)
+    assert build_trained(specs, workers=2) == built
+
+
+def test_workers_default_to_the_cores_the_process_is_given(monkeypatch):
+    from vlbias.device import cpu_budget
+
+    monkeypatch.setenv("VLBIAS_CPUS", "3")
+    assert cpu_budget() == 3
+    monkeypatch.delenv("VLBIAS_CPUS")
+    assert cpu_budget() == len(os.sched_getaffinity(0))
+    for bad in ("0", "two"):
+        monkeypatch.setenv("VLBIAS_CPUS", bad)
+        with pytest.raises(ValueError, match="VLBIAS_CPUS=.*whole number of cores"):
+            cpu_budget()

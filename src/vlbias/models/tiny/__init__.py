@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ...paths import cache_dir, staged_directory
+from ...paths import cache_dir, one_builder, staged_directory
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,9 @@ def tiny_checkpoint(name: str, root: Path | None = None) -> Path:
     target = root / f"{name}-v{builder.version}"
     if target.exists():
         return target
-    with staged_directory(target, prefix=f".{name}-") as staging:
-        builder.build(staging)
+    with one_builder(target):
+        if target.exists():  # built by another process while this one waited
+            return target
+        with staged_directory(target, prefix=f".{name}-") as staging:
+            builder.build(staging)
     return target
