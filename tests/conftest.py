@@ -30,6 +30,7 @@ def disk_shortfall(folder: str, needed_gb: float) -> str | None:
             f"with: pytest -m \"not conformance\"")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``make test``: ``-n auto --dist loadgroup``), the conformance tests run on one
     worker, one after another: each writes gigabytes of full-size checkpoints, so two at once could
