@@ -30,19 +30,62 @@ def disk_shortfall(folder: str, needed_gb: float) -> str | None:
             f"with: pytest -m \"not conformance\"")
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the groups into the test ids
+def _group(item) -> str | None:
+    if item.get_closest_marker("conformance"):
+        return "conformance"
+    if "demo_book" in getattr(item, "fixturenames", ()):
+        return "demo-book"
+    return None
+
+
+def _groups_file(folder, worker: str):
+    from pathlib import Path
+
+    return Path(folder) / f"xdist-groups-{worker}.json"
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``make test``: ``-n auto --dist loadgroup``), the conformance tests run on one
-    worker, one after another: each writes gigabytes of full-size checkpoints, so two at once could
-    double the peak memory and temporary disk they were sized for (``CONFORMANCE_DISK_GB``). The tests
-    of the demo book (``demo_book``) share one worker too, which builds it once."""
-    for item in items:
-        if item.get_closest_marker("conformance"):
-            item.add_marker(pytest.mark.xdist_group("conformance"))
-        elif "demo_book" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("demo-book"))
-    # the demo book is the longest piece of work: its group first, so that it is never the last to start
-    items.sort(key=lambda item: "demo_book" not in getattr(item, "fixturenames", ()))
+    """Two groups of tests each run on one pytest-xdist worker (``make test``: ``-n auto --dist
+    loadgroup``): the conformance tests, one after another (each writes gigabytes of full-size
+    checkpoints, so two at once could double the peak memory and temporary disk they were sized for,
+    ``CONFORMANCE_DISK_GB``), and the tests of the demo book, whose worker builds it once.
+
+    pytest-xdist 3.8's own ``loadgroup`` puts a group into the test's id through ``item._nodeid``,
+    which pytest 9 no longer reads, so its groups are silently ignored. Each worker therefore writes
+    its items' groups to a file beside its temporary folder, and the scheduler below reads them.
+    The demo book's group comes first: it is the longest piece of work.
+    """
+    items.sort(key=lambda item: _group(item) != "demo-book")
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: tell the controller's scheduler
+        import json
+        from pathlib import Path
+
+        groups = {item.nodeid: group for item in items if (group := _group(item))}
+        _groups_file(Path(config.option.basetemp).parent, config.workerinput["workerid"]).write_text(json.dumps(groups))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` with the groups the workers wrote (see ``pytest_collection_modifyitems``)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    import json
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    folder = config._tmp_path_factory.getbasetemp()
+
+    class FileGroups(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # every worker has collected by the time scopes are split
+                self.groups = {}
+                for path in folder.glob("xdist-groups-*.json"):
+                    self.groups.update(json.loads(path.read_text()))
+            return self.groups.get(nodeid, nodeid)
+
+    return FileGroups(config, log)
 
 
 def pytest_collection_finish(session):
