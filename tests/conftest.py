@@ -247,17 +247,18 @@ class DemoBook:
 
         plan = profiles.plan_run(self.project, "demo", only=[name])
         output = tmp_path / f"{name}.ipynb"
-        previous = os.environ.get("VLBIAS_CACHE_DIR")
-        os.environ["VLBIAS_CACHE_DIR"] = str(self.cache)
+        previous = {key: os.environ.get(key) for key in ("VLBIAS_CACHE_DIR", *plan.env)}
+        os.environ.update({**plan.env, "VLBIAS_CACHE_DIR": str(self.cache)})  # the profile's environment too
         try:
             papermill.execute_notebook(str(self.project / "notebooks" / f"{name}.ipynb"), str(output),
                                        parameters={**plan.parameters[name], **parameters},
                                        cwd=str(self.project / "notebooks"), kernel_name="python3", progress_bar=False)
         finally:
-            if previous is None:
-                os.environ.pop("VLBIAS_CACHE_DIR", None)
-            else:
-                os.environ["VLBIAS_CACHE_DIR"] = previous
+            for key, value in previous.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
         return page_outputs(name, json.loads(output.read_text())["cells"])
 
 

