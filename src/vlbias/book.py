@@ -7,6 +7,7 @@ import copy
 import html
 import re
 from importlib import resources
+from pathlib import Path
 
 import pandas as pd
 from pandas.io.formats.style import Styler
@@ -26,28 +27,100 @@ _DEMO_REAL = (
     "(see the introduction)."
 )
 
+_DEMO_WORLD = (
+    "This page was executed in the <b>demo profile</b>. Its models were <b>trained here, on a generated "
+    "world with planted causes</b> ({details}):{models} What a reader may conclude: whether the method "
+    "recovers a cause that is known, not what the paper's models do. Those run in the full profile "
+    "(see the introduction)."
+)
 
-def profile_banner(profile: str, details: str = "", models: str = "random") -> object:
+_DEMO_WORLD_DATA = (
+    "This page was executed in the <b>demo profile</b>. Its data are <b>a generated world with planted "
+    "causes</b>, written in the real data set's format ({details}). What a reader may conclude: whether the "
+    "method behaves as it should on data whose answer is known, not what the paper's data hold. Those are "
+    "the full profile's (see the introduction)."
+)
+
+
+def banner_kind(specs) -> str:
+    """What a page's model specs are, for :func:`profile_banner`: ``"random"`` when any is a random
+    ``tiny:`` model, ``"world"`` when every one was trained here (``trained:``), else ``"real"``."""
+    specs = [spec for spec in specs if spec]
+    if any(str(spec).startswith("tiny:") for spec in specs):
+        return "random"
+    if specs and all(str(spec).startswith("trained:") for spec in specs):
+        return "world"
+    return "real"
+
+
+def profile_banner(profile: str, details: str = "", models: str | None = None, specs=()) -> object:
     """An admonition stating where this page's numbers come from; display it near the top.
 
-    ``models`` says what the demo profile ran: ``"random"`` (tiny random models, fixtures) or
-    ``"real"`` (small real models, e.g. from pip packages or trained in the notebook). Rendered as
-    HTML with Sphinx's admonition classes, so it looks the same in Jupyter and in the built book.
+    ``models`` says what the demo profile ran: ``"random"`` (tiny random models, fixtures),
+    ``"real"`` (small real models, e.g. from pip packages) or ``"world"`` (models trained here on a
+    generated world with planted causes: the banner then says, per spec of ``specs``, what it is
+    and which causes it plants). Without ``models`` it follows from ``specs`` (:func:`banner_kind`),
+    and is ``"random"`` when no specs are given either.
+    Rendered as HTML with Sphinx's admonition classes, so it looks the same in Jupyter and in the
+    built book.
     """
     from IPython.display import HTML
 
-    if models not in ("random", "real"):
-        raise ValueError(f"models must be 'random' or 'real', got {models!r}")
+    models = models or (banner_kind(specs) if len(specs) else "random")
+    if models not in ("random", "real", "world"):
+        raise ValueError(f"models must be 'random', 'real' or 'world', got {models!r}")
     show_headers_in_words()  # every page calls this first: its tables then read in words
     details = html.escape(details or "see the parameters cell")
     if profile == "demo" and models == "random":
         kind, title, body = "warning", "Demo output: not real results", _DEMO_RANDOM.format(details=details)
+    elif profile == "demo" and models == "world":
+        from .models.trained import describe_trained
+
+        trained = list(dict.fromkeys(str(spec) for spec in specs if str(spec).startswith("trained:")))
+        listed = "".join(f"<li><code>{html.escape(spec)}</code>: {html.escape(describe_trained(spec.partition(':')[2]))}"
+                         "</li>" for spec in trained)
+        if listed:
+            kind, title = "warning", "Demo output: models trained on a planted world"
+            body = _DEMO_WORLD.format(details=details, models=f"</p><ul>{listed}</ul><p>")
+        else:  # a page of data only: no model runs on it
+            kind, title = "warning", "Demo output: a generated world with planted causes"
+            body = _DEMO_WORLD_DATA.format(details=details)
     elif profile == "demo":
         kind, title, body = "warning", "Demo output: small models and samples", _DEMO_REAL.format(details=details)
     else:
         kind, title = "note", f"Profile: {html.escape(profile)}"
         body = f"Numbers on this page were computed in this run with: {details}."
     return HTML(f'<div class="admonition {kind}"><p class="admonition-title">{title}</p><p>{body}</p></div>')
+
+
+def world_note(dataset) -> object:
+    """A note saying that ``dataset`` is a generated world and what plays what in it (its world's
+    ``about(options)``: HTML), rendered as an admonition; an empty output for any other data (the
+    real data sets need no such note)."""
+    from IPython.display import HTML
+
+    from .data.registry import WORLDS, world_of
+
+    found = world_of(dataset.root)
+    if found is None or WORLDS.get(found[0]) is None or WORLDS[found[0]].about is None:
+        return HTML("")
+    name, options = found
+    picture = ""
+    if WORLDS[name].examples is not None:
+        import base64
+        import io
+
+        from PIL import Image
+
+        grid, alt = WORLDS[name].examples(Path(dataset.root))
+        buffer = io.BytesIO()
+        image = Image.fromarray(grid)
+        image.resize((image.width * 3, image.height * 3), Image.Resampling.NEAREST).save(buffer, format="PNG")
+        picture = (f'<p><img src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}" '
+                   f'alt="{html.escape(alt)}" style="max-width:100%;image-rendering:pixelated"></p>'
+                   f'<p><em>{html.escape(alt)}</em></p>')
+    return HTML(f'<div class="admonition note"><p class="admonition-title">The data: a generated world in the '
+                f'layout of {html.escape(name)}, not the real data set</p>{WORLDS[name].about(options)}{picture}</div>')
 
 
 def published(name: str) -> pd.DataFrame:

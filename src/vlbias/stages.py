@@ -151,8 +151,11 @@ class Context:
     sizes: Mapping[str, int] = field(default_factory=dict)
 
     def folder(self, value):
-        """A folder parameter as the notebook resolves it (``None`` and ``"fixture"`` stay as they are)."""
-        if value in (None, "fixture"):
+        """A folder parameter as the notebook resolves it (``None``, ``"fixture"`` and generated
+        worlds, ``"world"`` or ``"world?..."``, stay as they are)."""
+        from .data.registry import is_world_root
+
+        if value in (None, "fixture") or is_world_root(value):
             return value
         return str((self.notebooks_dir / Path(value).expanduser()).resolve())
 

@@ -20,6 +20,34 @@ def test_profile_banner_says_what_ran():
         book.profile_banner("demo", models="tiny")
 
 
+def test_the_banner_follows_the_specs_and_lists_what_each_trained_model_plants():
+    assert book.banner_kind(["tiny:clip", "trained:face-clip"]) == "random"
+    assert book.banner_kind(["trained:face-clip", "trained:face-clip?uniform_named=0.5"]) == "world"
+    assert book.banner_kind(["trained:face-clip", "asset:smollm2-135m"]) == "real"
+    assert book.banner_kind([]) == "real"
+    page = book.profile_banner("demo", "face world", specs=["trained:face-clip", "trained:face-clip",
+                                                            "trained:face-clip?uniform_named=0.5"]).data
+    assert "Demo output: models trained on a planted world" in page and "not what the paper's models do" in page
+    assert page.count("<li>") == 2  # one entry per distinct spec
+    assert "captions name White 10% of the time" in page and "every label 50% of the time (the uniform control)" in page
+    assert "Demo output: not real results" in book.profile_banner("demo", "x").data  # no specs: as before
+    assert "Profile: full" in book.profile_banner("full", "x", specs=["trained:face-clip"]).data
+    data_only = book.profile_banner("demo", "caption world", models="world").data
+    assert "Demo output: a generated world with planted causes" in data_only and "models were trained" not in data_only
+
+
+def test_the_world_note_appears_for_a_generated_world_only(tmp_path):
+    from vlbias.data import load_dataset
+
+    world = load_dataset("fairface", root="world?train_per_cell=1&val_per_cell=1&image_size=16", split="val")
+    note = book.world_note(world).data
+    assert "a generated world in the layout of fairface, not the real data set" in note
+    assert "abstract drawing, not a person" in note and "16 × 16 pixels" in note
+    assert '<img src="data:image/png;base64,' in note and 'alt="Example pictures of the face world' in note
+    fixture = load_dataset("fairface", root="fixture", split="val")
+    assert book.world_note(fixture).data == ""
+
+
 def test_beside_published_joins_and_keeps_both_stated_values():
     ours = pd.DataFrame({"race": ["White", "Black"], "rate": [40.0, 10.0]})
     published = pd.DataFrame({"measure": ["unmarked_rate"] * 3, "group": ["White", "White", "Indian"],

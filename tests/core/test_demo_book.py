@@ -87,3 +87,20 @@ def test_demo_book_reads_right_in_a_browser(demo_book_html, browser_check):
     problems, counts = browser_check(demo_book_html, solutions=False)
     assert not problems, "\n".join(problems)
     assert counts["images"] > counts["notebook pages"] * 2, counts  # the figures, beyond the launch icons
+
+
+def test_the_demo_runs_no_random_tiny_model():
+    """Every paper page of the demo runs models trained in the book on a planted world, or real small
+    models: no ``tiny:`` spec (random weights) is left in the demo profile (the tests keep them)."""
+    import yaml
+
+    from vlbias import profiles
+
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    assert "tiny:" not in (repo / "params" / "demo.yml").read_text()
+    plan = profiles.plan_run(repo, "demo")
+    for name, parameters in plan.parameters.items():
+        for key, value in parameters.items():
+            assert "tiny:" not in yaml.safe_dump(value), (name, key, value)

@@ -24,11 +24,11 @@ def test_parameters_cell_values_are_replaced_by_the_profiles_once(shell, monkeyp
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     expected = profiles.plan_run(REPO, "demo", ["01b_markedness"]).parameters["01b_markedness"]
     parameters = launch.run_with_profile("01b_markedness", "demo", shell=shell, root=REPO)
-    assert parameters == expected and parameters["model_spec"] == "tiny:clip"
+    assert parameters == expected and parameters["model_spec"] == "trained:face-clip"
     shell.run_cell("x = 1")  # a cell before the parameters cell changes nothing
     assert "model_spec" not in shell.user_ns
     shell.run_cell('profile = "full"\nmodel_spec = "ViT-B-32/openai"\nseed = 0')
-    assert shell.user_ns["profile"] == "demo" and shell.user_ns["model_spec"] == "tiny:clip"
+    assert shell.user_ns["profile"] == "demo" and shell.user_ns["model_spec"] == "trained:face-clip"
     assert os.environ["HF_HUB_OFFLINE"] == "1"
     shell.run_cell('model_spec = "mine"')  # later cells are the reader's
     assert shell.user_ns["model_spec"] == "mine"

@@ -44,6 +44,19 @@ def test_core_layers_never_import_a_part():
     assert not offenders, offenders
 
 
+def test_the_trained_recipe_modules_register_recipes_and_live_in_core_or_their_part():
+    from vlbias.models import trained
+
+    before = set(trained.TRAINED_RECIPES)
+    trained._load_recipes()
+    assert set(trained.TRAINED_RECIPES) >= before and trained.TRAINED_RECIPES
+    for module in trained.RECIPE_MODULES:
+        parts = module.split(".")
+        assert parts[0] == "vlbias" and (parts[1] == "models" or parts[1] in PARTS), module
+        source = Path(importlib.import_module(module).__file__).read_text()
+        assert "@register_trained(" in source, f"{module} registers no trained: recipe"
+
+
 def other_parts_imported(path: Path, source: str | None = None) -> list[str]:
     """The modules of other parts that a part's file ``path`` imports."""
     own = path.relative_to(PACKAGE).parts[0]

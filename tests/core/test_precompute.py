@@ -29,6 +29,8 @@ from vlbias.stages import Stage
 from vlbias.t2i.generation import generate_to_disk, read_manifest
 
 REPO = Path(__file__).resolve().parents[2]
+#: the tiny-model profile (the demo before it trained its models): the machinery's tests stay small and fixed
+TINY_PROFILE = str(Path(__file__).parent / "tiny_profile.yml")
 EMBEDDED = ["tiny:clip", "tiny:open-clip"]            # 01a's model_spec and model_specs (demo)
 SCORED = ["tiny:clip", "tiny:vilt"]                   # a dual encoder and a pairwise matcher
 ONLY = ["01a_self_similarity", "02b_colorfoil_evaluation", "04a_generation"]
@@ -140,7 +142,7 @@ def local_ray():
 def run_precompute(tmp_path: Path, monkeypatch, lines: list[str], broken=None) -> tuple[dict, Path, Path]:
     cache, out_dir = tmp_path / "ray-cache", tmp_path / "ray-out"
     monkeypatch.setenv("VLBIAS_CACHE_DIR", str(cache))
-    summary = pc.precompute("demo", ONLY, REPO, assignments(out_dir, broken), workers=2, threads=1,
+    summary = pc.precompute(TINY_PROFILE, ONLY, REPO, assignments(out_dir, broken), workers=2, threads=1,
                             write=lines.append, progress_every_s=0)
     return summary, cache, out_dir
 
@@ -192,7 +194,7 @@ def test_two_ray_workers_one_killed_mid_chunk_write_what_one_process_writes(refe
     assert_same_as_reference(reference, cache, out_dir, monkeypatch)
     # planned again, the finished generation batches are not redone (cache chunks are read and verified
     # by the workers, which need the model for the key: their computed count says whether they ran)
-    again = pc.build_work("demo", ONLY, REPO, assignments(out_dir))
+    again = pc.build_work(TINY_PROFILE, ONLY, REPO, assignments(out_dir))
     assert [work.kind for work in again.stages].count("generation") == 1 and again.finished == 6
     assert sorted({again.stages[position].kind for position, _ in again.units}) == ["image-embeddings", "pair-scores"]
 
@@ -268,7 +270,7 @@ def test_progress_eta_from_each_kinds_rate():
 
 def test_the_demo_plan_becomes_cache_chunks_and_generation_batches(tmp_path, monkeypatch):
     monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
-    work = pc.build_work("demo", ["01a_self_similarity", "01b_markedness", "04a_generation", "04b_annotation_and_metrics",
+    work = pc.build_work(TINY_PROFILE, ["01a_self_similarity", "01b_markedness", "04a_generation", "04b_annotation_and_metrics",
                                   "04c_cads", "04d_extensions"], REPO, [f"output_dir={tmp_path / 'out'}"])
     by_kind = {}
     for stage in work.stages:
@@ -313,7 +315,7 @@ def test_precompute_refuses_what_the_preflight_refuses(tmp_path, monkeypatch):
     with pytest.raises(pc.PrecomputeError, match="fairface"):
         pc.build_work("full", ["01a_self_similarity"], REPO)
     with pytest.raises(pc.PrecomputeError, match="--workers"):
-        pc.precompute("demo", ["01a_self_similarity"], REPO, workers=0)
+        pc.precompute(TINY_PROFILE, ["01a_self_similarity"], REPO, workers=0)
 
 
 def test_the_command_line_names_a_bad_argument(capsys):
@@ -358,7 +360,7 @@ def test_04c_and_04d_images_are_precomputed_as_the_notebooks_draw_them(tmp_path,
     given = [f"04c_cads.output_dir={tmp_path / 'pre'}", f"04c_cads.noise_scales={scales}",
              *(f"04c_cads.{key}={value}" for key, value in settings.items())]
     given += [f"04d_extensions.output_dir={tmp_path / 'pre'}", "04d_extensions.images_per_profession=1"]
-    work = pc.build_work("demo", ["04c_cads", "04d_extensions"], REPO, given)
+    work = pc.build_work(TINY_PROFILE, ["04c_cads", "04d_extensions"], REPO, given)
     grid = [stage for stage in work.stages if Path(stage.call["run_dir"]).name.startswith("cads-grid")]
     assert [Path(stage.call["run_dir"]).name for stage in grid] == [
         "cads-grid_plain", "cads-grid_cads_tau1=0.6,tau2=0.9,s=1,psi=1,rescale=True,linear"]

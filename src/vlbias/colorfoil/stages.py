@@ -50,6 +50,8 @@ def foil_benchmarks(datasets: dict, benchmark_dir, *, foil_type: str, constructi
 
 def _matcher_family(spec: str) -> str | None:
     lowered = spec.lower()
+    if lowered.startswith("trained:caption-matcher"):  # the demo's pairwise matcher is a small ViLT
+        return "vilt"
     return next((family for family in ("vilt", "bridgetower") if family in lowered), None)
 
 

@@ -159,6 +159,19 @@ def fairface_fixture_rows(seed: int = 0, per_cell: int = 2, val_per_cell: int = 
     return splits
 
 
+def write_fairface_csv_layout(root: Path, rows: dict) -> None:
+    """FairFace's official layout under ``root``: ``fairface_label_<split>.csv`` beside the JPEG files
+    it lists, from ``{split: [(file, age, gender, race, service_test, jpeg_bytes)]}``."""
+    for split, split_rows in rows.items():
+        (root / split).mkdir(parents=True, exist_ok=True)
+        with open(root / f"fairface_label_{split}.csv", "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["file", "age", "gender", "race", "service_test"])
+            for file, age, gender, race, service_test, data in split_rows:
+                writer.writerow([file, age, gender, race, str(service_test)])
+                (root / file).write_bytes(data)
+
+
 @register_fixture("fairface", version=1)
 def write_fairface_fixture(root: Path, seed: int = 0, layout: str = "parquet", per_cell: int = 2,
                            val_per_cell: int = 1, image_size: int = 64, padding: str = "1.25",
@@ -170,14 +183,7 @@ def write_fairface_fixture(root: Path, seed: int = 0, layout: str = "parquet", p
     """
     rows = fairface_fixture_rows(seed, per_cell, val_per_cell, image_size)
     if layout == "csv":
-        for split, split_rows in rows.items():
-            (root / split).mkdir(parents=True, exist_ok=True)
-            with open(root / f"fairface_label_{split}.csv", "w", newline="", encoding="utf-8") as handle:
-                writer = csv.writer(handle)
-                writer.writerow(["file", "age", "gender", "race", "service_test"])
-                for file, age, gender, race, service_test, data in split_rows:
-                    writer.writerow([file, age, gender, race, str(service_test)])
-                    (root / file).write_bytes(data)
+        write_fairface_csv_layout(root, rows)
     elif layout == "parquet":
         config_dir = root / padding
         config_dir.mkdir(parents=True, exist_ok=True)
@@ -225,13 +231,24 @@ def write_coco_fixture(root: Path, seed: int = 0, n_images: int = 40, captions_p
     """``annotations/captions_<split>.json`` (real COCO structure) and ``<split>/<12-digit id>.jpg``."""
     rng = np.random.default_rng(seed + 1)
     image_ids = _distinct_integers(rng, 1, 600_000, n_images)
+    pictures = ((_scene(colors, width, height, rng, grayscale), captions)
+                for colors, captions, width, height, grayscale in
+                _caption_images(rng, n_images, captions_per_image, gray_every=20))
+    write_coco_split(root, split, image_ids, pictures, rng, "vlbias synthetic COCO captions fixture")
+
+
+def write_coco_split(root: Path, split: str, image_ids: list[int], pictures, rng: np.random.Generator,
+                     description: str) -> None:
+    """One split of COCO captions in the real layout: ``annotations/captions_<split>.json`` and
+    ``<split>/<12-digit id>.jpg``, one per ``(picture, captions)`` of ``pictures`` (drawn lazily, in
+    order, so a caller's generator may draw them from ``rng`` between this writer's draws)."""
     (root / split).mkdir(parents=True, exist_ok=True)
     (root / "annotations").mkdir(parents=True, exist_ok=True)
     image_entries, annotations = [], []
-    for image_id, (colors, captions, width, height, grayscale) in zip(
-            image_ids, _caption_images(rng, n_images, captions_per_image, gray_every=20)):
+    for image_id, (picture, captions) in zip(image_ids, pictures):
         file_name = f"{image_id:012d}.jpg"
-        _scene(colors, width, height, rng, grayscale).save(root / split / file_name, quality=90)
+        width, height = picture.size
+        picture.save(root / split / file_name, quality=90)
         image_entries.append({"license": int(rng.integers(1, 8)), "file_name": file_name,
                               "coco_url": f"http://images.cocodataset.org/{split}/{file_name}",
                               "height": height, "width": width, "date_captured": "2013-11-14 17:02:52",
@@ -240,9 +257,9 @@ def write_coco_fixture(root: Path, seed: int = 0, n_images: int = 40, captions_p
     # The real file interleaves images' captions; ids increase through the file.
     order = rng.permutation(len(annotations))
     annotations = [dict(annotations[i], id=int(10 * k + 37)) for k, i in enumerate(order)]
-    image_order = [image_entries[i] for i in rng.permutation(n_images)]  # real "images" is unsorted too
+    image_order = [image_entries[i] for i in rng.permutation(len(image_entries))]  # real "images" is unsorted too
     content = {
-        "info": {"description": "vlbias synthetic COCO captions fixture", "version": "1.0", "year": 2017},
+        "info": {"description": description, "version": "1.0", "year": 2017},
         "licenses": [{"url": "http://creativecommons.org/licenses/by/2.0/", "id": i, "name": "fixture"}
                      for i in range(1, 9)],
         "images": image_order,
@@ -263,14 +280,21 @@ def write_flickr30k_fixture(root: Path, seed: int = 0, n_train: int = 18, n_val:
     n_images = n_train + n_val + n_test
     splits = ["train"] * n_train + ["val"] * n_val + ["test"] * n_test
     splits = [splits[i] for i in rng.permutation(n_images)]
-    (root / "flickr30k-images").mkdir(parents=True, exist_ok=True)
     stems = _distinct_integers(rng, 1_000_000_000, 9_999_999_999, n_images)  # like "1000092795.jpg"
+    pictures = ((_scene(colors, width, height, rng, grayscale), captions[:captions_per_image])  # exactly five
+                for colors, captions, width, height, grayscale in
+                _caption_images(rng, n_images, captions_per_image, gray_every=12))
+    write_flickr30k_karpathy(root, stems, splits, pictures)
+
+
+def write_flickr30k_karpathy(root: Path, stems: list[int], splits: list[str], pictures) -> None:
+    """Flickr30k in Karpathy's layout: ``dataset_flickr30k.json`` and ``flickr30k-images/<stem>.jpg``,
+    one per ``(picture, captions)`` of ``pictures`` (drawn lazily, in order) with its split."""
+    (root / "flickr30k-images").mkdir(parents=True, exist_ok=True)
     entries, sentid = [], 0
-    for imgid, (stem, split, (colors, captions, width, height, grayscale)) in enumerate(zip(
-            stems, splits, _caption_images(rng, n_images, captions_per_image, gray_every=12))):
-        captions = captions[:captions_per_image]  # Flickr30k has exactly five per image
+    for imgid, (stem, split, (picture, captions)) in enumerate(zip(stems, splits, pictures)):
         filename = f"{stem}.jpg"
-        _scene(colors, width, height, rng, grayscale).save(root / "flickr30k-images" / filename, quality=90)
+        picture.save(root / "flickr30k-images" / filename, quality=90)
         sentences = [{"tokens": _tokens(raw), "raw": raw, "imgid": imgid, "sentid": sentid + k}
                      for k, raw in enumerate(captions)]
         entries.append({"sentids": [s["sentid"] for s in sentences], "imgid": imgid, "sentences": sentences,

@@ -18,6 +18,9 @@ FIXTURE_WRITERS: dict[str, Callable[..., None]] = {}
 FIXTURE_VERSIONS: dict[str, int] = {}
 
 FIXTURE_MARKER = ".vlbias-fixture.json"
+#: name -> its generated world: writer(root: Path, **options), the options' defaults and a version
+WORLDS: dict[str, "World"] = {}
+WORLD_MARKER = ".vlbias-world.json"
 
 
 def register_dataset(name: str):
@@ -41,6 +44,103 @@ def register_fixture(name: str, version: int = 1):
     return decorator
 
 
+class World:
+    """A generated world in data set ``name``'s real on-disk layout, with planted causes set by options.
+
+    ``writer(root, **options)`` writes it; ``defaults`` names every option and its default (each
+    given value is cast to its default's type); ``check(options)`` raises ``ValueError`` naming
+    the parameter that is out of range; ``version`` is bumped when the same options would write
+    different files; ``about(options)`` says in a few sentences (Markdown) what the world is and
+    what plays what, for the pages that read it.
+    """
+
+    def __init__(self, name: str, writer: Callable[..., None], defaults: dict, version: int,
+                 check: Callable[[dict], None] | None = None, about: Callable[[dict], str] | None = None,
+                 examples: Callable[[Path], tuple] | None = None):
+        self.name, self.writer, self.defaults, self.version, self.check = name, writer, dict(defaults), version, check
+        self.about, self.examples = about, examples
+
+
+def register_world(name: str, defaults: dict, version: int = 1, check: Callable[[dict], None] | None = None,
+                   about: Callable[[dict], str] | None = None, examples: Callable[[Path], tuple] | None = None):
+    """Decorator registering ``writer(root, **options)`` as the generated world of data set ``name``,
+    read as ``load_dataset(name, root="world")`` or ``root="world?option=value&..."``.
+    ``examples(root)`` may give ``(uint8 picture grid, alt text)`` for the pages to show."""
+
+    def decorator(writer):
+        WORLDS[name] = World(name, writer, defaults, version, check, about, examples)
+        return writer
+
+    return decorator
+
+
+def world_options(name: str, query: str | dict = "") -> dict:
+    """Every option of ``name``'s world, typed and checked: its defaults updated by ``query``
+    (``"key=value&..."``, the part after ``world?``, or a dict)."""
+    from urllib.parse import parse_qsl
+
+    _check_known(name, WORLDS)
+    world = WORLDS[name]
+    given = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=True)) if isinstance(query, str) and query \
+        else dict(query or {})
+    options = dict(world.defaults)
+    for key, value in given.items():
+        if key not in world.defaults:
+            raise ValueError(f"the {name} world has no parameter {key!r}; its parameters (and defaults) are "
+                             f"{', '.join(f'{k}={v!r}' for k, v in world.defaults.items())}.")
+        kind = type(world.defaults[key])
+        if isinstance(value, str) and kind is not str:
+            try:
+                value = kind(float(value)) if kind is int and float(value).is_integer() else kind(value)
+            except ValueError:
+                raise ValueError(f"the {name} world's parameter {key}={value!r} is not a {kind.__name__} "
+                                 f"(default {world.defaults[key]!r}).") from None
+        options[key] = value
+    if world.check is not None:
+        world.check(options)
+    return options
+
+
+def generated_world_root(name: str, query: str | dict = "") -> Path:
+    """``cache_dir()/worlds/<name>-<key>``: ``name``'s generated world of these options, written on
+    first use, keyed by every option and the writer's version (a changed option is a new world)."""
+    from .base import sha256_hex
+
+    options = world_options(name, query)
+    wanted = {"name": name, "version": WORLDS[name].version, "options": options}
+    target = cache_dir() / "worlds" / f"{name}-{sha256_hex(json.dumps(wanted, sort_keys=True))[:16]}"
+
+    def written(directory: Path) -> bool:
+        try:
+            return json.loads((directory / WORLD_MARKER).read_text()) == wanted
+        except (OSError, ValueError):
+            return False
+
+    if written(target):
+        return target
+    with one_builder(target):
+        if written(target):
+            return target
+        with staged_directory(target, prefix=f".{name}-world-", complete=written) as staging:
+            WORLDS[name].writer(staging, **options)
+            (staging / WORLD_MARKER).write_text(json.dumps(wanted, indent=1))
+    return target
+
+
+def world_of(root) -> tuple[str, dict] | None:
+    """``(name, options)`` of the generated world written at ``root``, or ``None`` for any other folder."""
+    try:
+        written = json.loads((Path(root) / WORLD_MARKER).read_text())
+    except (OSError, ValueError, TypeError):
+        return None
+    return written["name"], written["options"]
+
+
+def is_world_root(root) -> bool:
+    """Whether ``root`` names a generated world (``"world"`` or ``"world?..."``) rather than a folder."""
+    return isinstance(root, str) and (root == "world" or root.startswith("world?"))
+
+
 def list_datasets() -> list[str]:
     return sorted(DATASETS)
 
@@ -55,12 +155,19 @@ def load_dataset(name: str, root: str | os.PathLike | None = None, split=None, *
 
     ``root=None`` reads ``data_dir()/<name>`` (``VLBIAS_DATA_DIR``); ``root="fixture"`` writes a
     small synthetic copy in the real on-disk format once under ``cache_dir()/fixtures/<name>``
-    and reads it through the same parser. ``split=None`` takes the data set's default split.
+    and reads it through the same parser; ``root="world"`` (or ``"world?option=value&..."``)
+    writes the data set's generated world with planted causes (:func:`register_world`), also in
+    the real format. ``split=None`` takes the data set's default split.
     Missing files raise :class:`DatasetNotFoundError` saying what to download and where.
     """
     _check_known(name, DATASETS)
     if isinstance(root, str) and root == "fixture":
         root = fixture_root(name)
+    elif is_world_root(root):
+        if name not in WORLDS:
+            raise ValueError(f"root={root!r}: {name} has no generated world; worlds exist for "
+                             f"{', '.join(sorted(WORLDS)) or 'no data set yet'}.")
+        root = generated_world_root(name, root.partition("?")[2])
     elif root is None:
         root = data_dir() / name
     root = Path(root).expanduser()

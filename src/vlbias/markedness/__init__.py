@@ -9,3 +9,4 @@ from .published import published_as_unmarked, bounds_check, table4_counts, style
 from .plots import plot_by_age, plot_bars, plot_family_bars, plot_families_by_age, plot_across, plot_unmarked_by_reporting_gap  # noqa: F401
 from .compare import family_summary, model_comparison  # noqa: F401
 from .controlled import world_prompts, world_unmarked_flags, reporting_conditions, reporting_experiment  # noqa: F401
+from .findings import ranking_sentence, across_models_sentence  # noqa: F401

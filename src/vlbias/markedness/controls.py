@@ -128,6 +128,42 @@ def group_term_tests(attributes_from: str = "WEAT3", nouns: Sequence[str] = GROU
     return tests
 
 
+def unseen_words_note(model_spec: str, tests: list[dict] | None = None, texts: Sequence[str] | None = None,
+                      what: str = "these tests", reading: str = "effect sizes") -> str:
+    """A sentence for a text-side measure on a model trained in the book: how many of the words of
+    ``tests`` (WEAT tests; default: those :func:`text_encoder_weat` runs) or of ``texts`` its
+    training captions held. A text encoder that never met a word spells it from untrained pieces,
+    so what it gives for that word is not learned. Empty when at least 90% were seen, and for any
+    model whose training captions are not known (hub and open_clip models: their training saw
+    these words)."""
+    import re
+
+    from ..models.mini_clip import trained_words
+    from ..models.spec import parse_spec
+    from ..models.trained import trained_checkpoint
+    from ..weat import caliskan_tests
+
+    parsed = parse_spec(model_spec)
+    if parsed.source != "trained":
+        return ""
+    seen = trained_words(trained_checkpoint(parsed.name))
+    if seen is None:
+        return ""
+    if texts is None:
+        if tests is None:
+            tests = [t for t in caliskan_tests() if t["id"] in ("WEAT3", "WEAT4", "WEAT5", "WEAT10")] + group_term_tests()
+        texts = [term for t in tests for key in ("X", "Y", "A", "B") for term in t[key]]
+    words = {word for text in texts for word in re.findall(r"[a-z]+", text.lower())}
+    known = words & seen
+    if len(known) >= 0.9 * len(words):
+        return ""
+    return (f"**Read these {reading} as noise.** `{model_spec}` was trained here on captions holding "
+            f"{len(known)} of the {len(words)} words {what} use ({', '.join(sorted(known)) or 'none'}); every "
+            "other word reaches its text encoder as pieces it never learned, so what it gives for them is an "
+            "accident of untrained weights, not something the model learned. These numbers mean something for "
+            "models trained on text that holds these words (the full profile's).")
+
+
 def text_encoder_weat(model, tests: list[dict] | None = None, templates: Sequence[str] = ("a photo of {}.",),
                       n_permutations: int = 100_000, max_exact: int = 1_000_000, seed: int = 0,
                       name: str | None = None) -> pd.DataFrame:

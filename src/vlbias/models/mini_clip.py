@@ -51,20 +51,21 @@ class TrainingExamples:
     classes: np.ndarray
 
 
-def _new_model(directory: Path, config: MiniClipConfig, words: set[str], image_size: int):
-    """A randomly initialised CLIPModel with its tokenizer and image processor saved in ``directory``."""
+def _new_model(directory: Path, config: MiniClipConfig, words: set[str], image_size: int, max_tokens: int = 16):
+    """A randomly initialised CLIPModel with its tokenizer and image processor saved in ``directory``;
+    texts of up to ``max_tokens`` tokens (with [CLS] and [SEP])."""
     import torch
     from transformers import BertTokenizer, CLIPConfig, CLIPImageProcessor, CLIPModel
 
     from .tiny.tokenizers import write_wordpiece_vocab
 
     write_wordpiece_vocab(directory, extra_words=sorted(words))
-    tokenizer = BertTokenizer.from_pretrained(directory, model_max_length=16)
+    tokenizer = BertTokenizer.from_pretrained(directory, model_max_length=max_tokens)
     tower = dict(hidden_size=config.width, intermediate_size=2 * config.width, num_hidden_layers=config.layers,
                  num_attention_heads=config.heads)
     # CLIP pools the text at the first end-of-sequence token: BERT's [SEP] here (an id other than
     # 2, which would make CLIP pool at the largest id instead)
-    text = dict(tower, vocab_size=len(tokenizer), max_position_embeddings=16, pad_token_id=tokenizer.pad_token_id,
+    text = dict(tower, vocab_size=len(tokenizer), max_position_embeddings=max_tokens, pad_token_id=tokenizer.pad_token_id,
                 bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id)
     vision = dict(tower, image_size=image_size, patch_size=config.patch_size)
     torch.manual_seed(config.seed)
@@ -75,18 +76,20 @@ def _new_model(directory: Path, config: MiniClipConfig, words: set[str], image_s
 
 
 def caption_words(captions: list[list[str]]) -> set[str]:
-    """Every lower-case word of the captions: the trained tokenizer keeps each as one token."""
-    return {word for alternatives in captions for caption in alternatives for word in re.findall(r"[a-z]+", caption)}
+    """Every word of the captions, lower-cased as the trained tokenizer reads them: it keeps each as one token."""
+    return {word for alternatives in captions for caption in alternatives
+            for word in re.findall(r"[a-z]+", caption.lower())}
 
 
 def train_mini_clip(target: str | Path, examples: Callable[[], TrainingExamples], config: MiniClipConfig,
                     words: set[str] = frozenset(), snapshots: tuple[int, ...] = (), progress: bool = True,
-                    about: dict | None = None, description: str = "training a mini-CLIP") -> Path:
+                    about: dict | None = None, description: str = "training a mini-CLIP", max_tokens: int = 16) -> Path:
     """``target``, holding the model trained on ``examples()`` under ``config``, trained on first use.
 
     Contrastive training as CLIP's, except that examples of the same class are all positives of
     each other (a batch holds many), so the targets are spread over them. ``examples`` is only
-    called when training is needed. ``words`` join the captions' words in the vocabulary.
+    called when training is needed. ``words`` join the captions' words in the vocabulary. Texts
+    hold up to ``max_tokens`` tokens (the caller's cache key must name a value other than 16).
     ``training.json`` holds ``about``, the loss per epoch and the training time. Training runs on
     one torch thread, so the weights do not depend on the machine's thread count. The model after
     each epoch in ``snapshots`` is saved too, in ``<target>/epoch-<n>`` (see :func:`snapshot`).
@@ -108,7 +111,7 @@ def train_mini_clip(target: str | Path, examples: Callable[[], TrainingExamples]
             data = examples()
             image_size = data.images[0].size[0]
             model, tokenizer, image_processor = _new_model(staging, config, set(words) | caption_words(data.captions),
-                                                           image_size)
+                                                           image_size, max_tokens)
             pixels = image_processor(images=list(data.images), return_tensors="pt")["pixel_values"]
             classes, texts = np.asarray(data.classes), data.captions
             generator = np.random.default_rng(config.seed)
@@ -145,7 +148,8 @@ def train_mini_clip(target: str | Path, examples: Callable[[], TrainingExamples]
             _save(model, tokenizer, image_processor, staging)
             (staging / "training.json").write_text(json.dumps(
                 {**(about or {}), "config": asdict(config), "train_images": len(texts), "history": history,
-                 "seconds": round(time.monotonic() - started, 1)}, indent=1))
+                 "seconds": round(time.monotonic() - started, 1), "caption_words": sorted(caption_words(texts))},
+                indent=1))
     return target
 
 
@@ -166,6 +170,16 @@ def _pooled(output):
     import torch
 
     return output if isinstance(output, torch.Tensor) else output.pooler_output
+
+
+def trained_words(directory: str | Path) -> set[str] | None:
+    """The words of the captions a mini-CLIP was trained on (``None`` when its ``training.json`` does
+    not list them: trained before they were recorded, or not a mini-CLIP)."""
+    try:
+        words = json.loads((Path(directory) / "training.json").read_text()).get("caption_words")
+    except (OSError, ValueError):
+        return None
+    return None if words is None else set(words)
 
 
 def training_history(directory: str | Path) -> pd.DataFrame:

@@ -32,25 +32,39 @@ class TrainedRecipe:
     #: target(**options) -> the directory ``build`` trains into (cheap: no training, no data), which
     #: holds ``training.json`` once trained
     target: Callable[..., Path] | None = None
+    #: explain(**options) -> one sentence saying what the model is and which causes its world plants
+    explain: Callable[..., str] | None = None
 
 
 TRAINED_RECIPES: dict[str, TrainedRecipe] = {}
 
 
 def register_trained(name: str, kind: str, defaults: dict, description: str = "",
-                     pipeline_class: Callable[[], type] | None = None, target: Callable[..., Path] | None = None):
+                     pipeline_class: Callable[[], type] | None = None, target: Callable[..., Path] | None = None,
+                     explain: Callable[..., str] | None = None):
     """Decorator registering ``build(**options) -> directory`` as the recipe of ``trained:<name>``."""
 
     def decorator(build: Callable[..., Path]) -> Callable[..., Path]:
         TRAINED_RECIPES[name] = TrainedRecipe(name, kind, dict(defaults), build,
-                                              description or (build.__doc__ or "").strip(), pipeline_class, target)
+                                              description or (build.__doc__ or "").strip(), pipeline_class, target,
+                                              explain)
         return build
 
     return decorator
 
 
+#: the modules that register ``trained:`` recipes, imported on first use of a spec. A recipe that trains a
+#: part's own model lives in that part and is named here, so the core never imports a part: it only
+#: looks its recipes up (``tests/core/test_layout.py`` checks that each is where it belongs).
+RECIPE_MODULES = ("vlbias.models.world_clip", "vlbias.models.world_diffusion", "vlbias.models.face_clip",
+                  "vlbias.models.caption_world_models", "vlbias.colorfoil.trained_models", "vlbias.t2i.trained_models")
+
+
 def _load_recipes() -> None:
-    from . import world_clip, world_diffusion  # noqa: F401  (register trained:world-clip, trained:world-diffusion)
+    import importlib
+
+    for module in RECIPE_MODULES:
+        importlib.import_module(module)
 
 
 def trained_options(body: str) -> tuple[TrainedRecipe, dict]:
@@ -72,6 +86,15 @@ def trained_options(body: str) -> tuple[TrainedRecipe, dict]:
             raise ValueError(f"'trained:{body}': option {key}={text!r} is not a {kind.__name__} "
                              f"(default {recipe.defaults[key]!r}).") from None
     return recipe, options
+
+
+def describe_trained(body: str) -> str:
+    """What ``trained:<body>`` is, in one sentence: its recipe's ``explain`` of its options, else the
+    recipe's description (nothing is trained)."""
+    recipe, options = trained_options(body)
+    if recipe.explain is not None:
+        return recipe.explain(**options)
+    return recipe.description.split("\n")[0]
 
 
 def trained_checkpoint(body: str) -> Path:

@@ -166,8 +166,9 @@ def load_world_diffusion_pipeline(directory: str | Path, **kwargs):
 
 # ----------------------------------------------------------------------------------------- training
 
-def _new_components(config: DiffusionTrainingConfig, directory: Path):
-    """Randomly initialised UNet, text encoder, tokenizer and DDIM scheduler, seeded by ``config.seed``."""
+def _new_components(config: DiffusionTrainingConfig, directory: Path, extra_words=()):
+    """Randomly initialised UNet, text encoder, tokenizer and DDIM scheduler, seeded by ``config.seed``;
+    ``extra_words`` join the vocabulary after the world's kinds and colours (each one token)."""
     import torch
     from diffusers import DDIMScheduler, UNet2DConditionModel
     from transformers import BertTokenizer, CLIPTextConfig, CLIPTextModel
@@ -176,7 +177,7 @@ def _new_components(config: DiffusionTrainingConfig, directory: Path):
     from .tiny.tokenizers import write_wordpiece_vocab
 
     vocabulary = directory / "_vocabulary"
-    write_wordpiece_vocab(vocabulary, extra_words=sorted(set(KINDS) | set(COLOURS)))
+    write_wordpiece_vocab(vocabulary, extra_words=sorted(set(KINDS) | set(COLOURS)) + sorted(set(extra_words)))
     tokenizer = BertTokenizer.from_pretrained(vocabulary, model_max_length=MAX_PROMPT_TOKENS)
     shutil.rmtree(vocabulary)
     torch.manual_seed(config.seed)
@@ -206,7 +207,7 @@ def training_pictures(pixels: np.ndarray, image_size: int) -> np.ndarray:
 
 
 def train_world_diffusion(target: str | Path, pixels: np.ndarray, kinds: list[str], config: DiffusionTrainingConfig,
-                          about: dict | None = None) -> Path:
+                          about: dict | None = None, captions: list[str] | None = None, extra_words=()) -> Path:
     """``target``, holding a :class:`WorldDiffusionPipeline` trained on ``pixels`` (uint8, n x s x s x 3)
     captioned "a photo of a {kind}" (``kinds``, one per picture); trained on first use.
 
@@ -215,7 +216,8 @@ def train_world_diffusion(target: str | Path, pixels: np.ndarray, kinds: list[st
     probability ``prompt_dropout``. The weights saved are the exponential moving average of the
     trained ones (``ema_decay``), which samples better than the last step's. One torch thread and
     one seeded generator for every random draw: the same inputs give the same weights bit for bit
-    on one machine. ``training.json`` holds
+    on one machine. ``captions`` (one per picture) replace "a photo of a {kind}" where given, and
+    ``extra_words`` join the vocabulary (Part IV's profession world). ``training.json`` holds
     ``about``, the loss every 100 steps and the time taken.
     """
     target = Path(target)
@@ -229,7 +231,7 @@ def train_world_diffusion(target: str | Path, pixels: np.ndarray, kinds: list[st
         if trained(target):  # trained by another process while this one waited
             return target
         with staged_directory(target, ".world-diffusion-", complete=trained) as staging, torch_threads(1):
-            pipeline, history, seconds = _train(staging, pixels, kinds, config)
+            pipeline, history, seconds = _train(staging, pixels, kinds, config, captions, extra_words)
             pipeline.save_pretrained(staging)
             (staging / "training.json").write_text(json.dumps(
                 {**(about or {}), "config": asdict(config), "train_images": len(kinds), "history": history,
@@ -237,15 +239,19 @@ def train_world_diffusion(target: str | Path, pixels: np.ndarray, kinds: list[st
     return target
 
 
-def _train(staging: Path, pixels: np.ndarray, kinds: list[str], config: DiffusionTrainingConfig):
+def _train(staging: Path, pixels: np.ndarray, kinds: list[str], config: DiffusionTrainingConfig,
+           captions: list[str] | None = None, extra_words=()):
     import torch
 
-    unet, text_encoder, tokenizer, scheduler = _new_components(config, staging)
+    unet, text_encoder, tokenizer, scheduler = _new_components(config, staging, extra_words)
     images = torch.from_numpy(training_pictures(pixels, config.image_size))
-    names = sorted(set(kinds))
-    prompts = [""] + [CAPTION_TEMPLATE.format(kind) for kind in names]  # row 0: the dropped prompt
+    if captions is None:
+        captions = [CAPTION_TEMPLATE.format(kind) for kind in kinds]
+    names = sorted(set(captions))  # the same order as the kinds' under the one template
+    prompts = [""] + names  # row 0: the dropped prompt
     tokens = tokenizer(prompts, padding="max_length", max_length=MAX_PROMPT_TOKENS, return_tensors="pt").input_ids
-    prompt_of = torch.tensor([1 + names.index(kind) for kind in kinds])
+    index = {caption: 1 + i for i, caption in enumerate(names)}
+    prompt_of = torch.tensor([index[caption] for caption in captions])
     generator = torch.Generator().manual_seed(config.seed)
     parameters = list(unet.parameters()) + list(text_encoder.parameters())
     optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=0.0)

@@ -348,3 +348,27 @@ def cases_beside_published(table: pd.DataFrame) -> pd.DataFrame:
                            "reference share": cases["published reference share"]}).dropna()
     result["our pattern"] = classify_gaps(stated).reindex(result.index) if len(stated) else np.nan
     return result
+
+
+def interval_phrase(value, low, high, decimals: int = 3, signed: bool = True) -> str:
+    """``value [low, high]`` for a generated sentence, saying why where that would mislead: an
+    undefined value (a constant share vector, no image labelled) is named so, and an interval of zero
+    width says that every bootstrap replicate gave the same value (e.g. every image drew the same
+    label in both runs), so it is not a precise estimate."""
+    sign = "+" if signed else ""
+    if value is None or not np.isfinite(float(value)):
+        return "undefined (every image drew the same label, or no image was labelled, so the measure has no value)"
+    text = f"{float(value):{sign}.{decimals}f}"
+    if low is None or high is None or not (np.isfinite(float(low)) and np.isfinite(float(high))):
+        return text + " (its interval is undefined: some bootstrap replicates have no value)"
+    if float(high) - float(low) < 10 ** -(decimals + 3):
+        return text + (" with an interval of zero width: every bootstrap replicate gave the same value (the images "
+                       "drew the same labels in every resample), which is not a precise estimate")
+    return f"{text} [{float(low):{sign}.{decimals}f}, {float(high):{sign}.{decimals}f}]"
+
+
+def kappa_phrase(kappa) -> str:
+    """Cohen's κ for a sentence, or why it is undefined (both annotators gave one label to every image)."""
+    if kappa is None or not np.isfinite(float(kappa)):
+        return "κ undefined: each annotator gave every image the same label, so chance agreement is 1"
+    return f"κ = {float(kappa):.2f}"

@@ -1,0 +1,105 @@
+"""What 02b's numbers say, in sentences computed from them: each model against chance, the pairwise
+matcher against the dual encoders, and why a degenerate number is degenerate.
+
+Chance with ``k`` foils is ``1 / (k + 1)``: a model that cannot tell a caption from its foils ranks the
+caption first that often (ties count as errors, so a model that scores caption and foils alike sits
+below it, at 0%).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..stats import wilson_interval
+from .evaluation import correct_at
+
+
+def chance_percent(k: int) -> float:
+    """Accuracy (%) of a model that cannot tell a caption from its ``k`` foils."""
+    if k < 1:
+        raise ValueError(f"k={k!r}: the number of foils must be at least 1.")
+    return 100.0 / (k + 1)
+
+
+def against_chance(scores: Mapping[str, np.ndarray], k: int = 1, labels: Mapping[str, str] | None = None,
+                   confidence: float = 0.95) -> pd.DataFrame:
+    """Per model: accuracy with ``k`` foils over every pair of ``scores`` (model -> score matrix, caption
+    first), its Wilson interval, chance, ties, and whether the interval lies above, holds, or lies below
+    chance."""
+    labels = labels or {}
+    chance = chance_percent(k)
+    rows = []
+    for spec, matrix in scores.items():
+        usable, correct = correct_at(matrix, k)
+        matrix = np.asarray(matrix, dtype=float)[usable][:, :k + 1]
+        n, hits = len(correct), int(np.sum(correct))
+        ties = int(np.sum(np.max(matrix[:, 1:], axis=1) == matrix[:, 0])) if n else 0
+        low, high = (100 * np.asarray(wilson_interval(hits, n, confidence))).tolist() if n else (np.nan, np.nan)
+        verdict = ("undefined: no pairs" if n == 0 else "above chance" if low > chance
+                   else "below chance" if high < chance else "at chance")
+        rows.append({"model": spec, "label": labels.get(spec, spec), "n": n,
+                     "accuracy_%": 100 * hits / n if n else np.nan, "ci_low_%": low, "ci_high_%": high,
+                     "chance_%": chance, "ties": ties, "verdict": verdict})
+    return pd.DataFrame(rows)
+
+
+def _why_degenerate(row) -> str:
+    if row["n"] == 0:
+        return " (undefined: no pair has a usable foil)"
+    if row["ties"] == row["n"]:
+        return " (every caption tied with a foil: the model scores them alike, and a tie counts as an error)"
+    return ""
+
+
+def chance_sentences(table: pd.DataFrame) -> str:
+    """One sentence per model of :func:`against_chance`'s table."""
+    parts = []
+    for _, row in table.iterrows():
+        if row["n"] == 0:
+            parts.append(f"{row['label']}: undefined, no pair has a usable foil.")
+            continue
+        parts.append(f"{row['label']} ranks the caption first in {row['accuracy_%']:.1f}% "
+                     f"[{row['ci_low_%']:.1f}, {row['ci_high_%']:.1f}] of {row['n']:,} pairs: "
+                     f"{row['verdict']} ({row['chance_%']:.0f}%){_why_degenerate(row)}.")
+    return " ".join(parts)
+
+
+def matcher_comparison(paired: pd.DataFrame, matcher: str, dual: str, labels: Mapping[str, str] | None = None) -> str:
+    """What :func:`vlbias.colorfoil.controls.paired_model_table` says about ``matcher`` against ``dual``
+    (the paper: the pairwise matchers ViLT and BridgeTower beat the CLIP-like dual encoders)."""
+    labels = labels or {}
+    rows = paired[((paired.model_a == matcher) & (paired.model_b == dual)) | (
+        (paired.model_a == dual) & (paired.model_b == matcher))]
+    if rows.empty:
+        raise ValueError(f"paired: no row compares {matcher!r} with {dual!r}; models: "
+                         f"{', '.join(sorted(set(paired.model_a) | set(paired.model_b)))}.")
+    row = rows.iloc[0]
+    sign = 1.0 if row.model_a == matcher else -1.0
+    low, high = sorted((sign * row.low_pp, sign * row.high_pp))
+    difference = sign * row.difference_pp
+    name_m, name_d = labels.get(matcher, matcher), labels.get(dual, dual)
+    if low == high:
+        return (f"{name_m} and {name_d} give the same answer on every pair, so their difference is 0 with an "
+                "interval of zero width: these pairs cannot separate them.")
+    verdict = ("the paper's ordering (the pairwise matcher above the dual encoder) holds here" if low > 0 else
+               "the ordering is reversed here: the dual encoder is above the pairwise matcher" if high < 0 else
+               "these pairs do not separate them")
+    return (f"{name_m} minus {name_d}: {difference:+.1f} points [{low:+.1f}, {high:+.1f}] (1 foil, paired "
+            f"bootstrap; McNemar p = {row.p_mcnemar:.3g}): {verdict}.")
+
+
+def paired_sentence(paired: pd.DataFrame, labels: Mapping[str, str] | None = None) -> str:
+    """How many model pairs differ, and which intervals have zero width and why."""
+    labels = labels or {}
+    separated = paired[(paired.low_pp > 0) | (paired.high_pp < 0)]
+    text = (f"{int((paired.p_mcnemar < 0.05).sum())} of {len(paired)} model pairs differ at p < 0.05 (exact McNemar), "
+            f"and the bootstrap interval of the difference excludes 0 for {len(separated)}.")
+    same = paired[(paired.low_pp == paired.high_pp)]
+    if len(same):
+        names = "; ".join(f"{labels.get(a, a)} and {labels.get(b, b)}" for a, b in zip(same.model_a, same.model_b))
+        text += (f" Zero-width intervals ({names}): the two models are right and wrong on exactly the same pairs, "
+                 "so every resample gives the same difference; it is not a precise estimate.")
+    return text
