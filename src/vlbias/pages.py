@@ -35,7 +35,13 @@ def page_outputs(path: Path, roots: list[str]) -> list[list[tuple[str, str]]]:
         items = []
         for output in cell.get("outputs", []):
             if output["output_type"] == "stream":
-                items.append((f"stream:{output['name']}", normalise("".join(output["text"]), roots)))
+                # a kernel splits one stream into outputs as its flushes fall (timing, not content): the
+                # consecutive pieces of one stream are one output
+                kind, text = f"stream:{output['name']}", "".join(output["text"])
+                if items and items[-1][0] == kind:
+                    items[-1] = (kind, items[-1][1] + text)
+                else:
+                    items.append((kind, text))
             elif output["output_type"] == "error":
                 items.append(("error", output["ename"]))
             else:
@@ -45,7 +51,8 @@ def page_outputs(path: Path, roots: list[str]) -> list[list[tuple[str, str]]]:
                         items.append((mime, hashlib.sha256(text.encode()).hexdigest()[:16]))
                     else:
                         items.append((mime, normalise(text, roots)))
-        shown.append(items)
+        shown.append([(kind, normalise(value, roots)) if kind.startswith("stream:") else (kind, value)
+                      for kind, value in items])
     return shown
 
 

@@ -41,3 +41,15 @@ def test_a_changed_number_figure_or_missing_page_is_a_difference(tmp_path):
     found = compare_folders(a / "book" / "generated", b / "book" / "generated")
     assert "1.25" in found["p.ipynb"][0] and "image/png" in found["q.ipynb"][0]
     assert found["r.ipynb"] == ["only in A"]
+
+
+def test_one_stream_split_into_pieces_by_the_kernel_is_the_same_output(tmp_path):
+    whole = _page(tmp_path / "a", "p", _stream("first line\nsecond line\n"))
+    pieces = _page(tmp_path / "b", "p", _stream("first line\n") + _stream("second line\n"))
+    assert compare(whole, pieces) == []
+    # different text, or a stream on stderr between the pieces, still differs
+    other = _page(tmp_path / "c", "p", _stream("first line\n") + _stream("third line\n"))
+    assert compare(whole, other) != []
+    between = _page(tmp_path / "d", "p", _stream("first line\n")
+                    + [{"output_type": "stream", "name": "stderr", "text": "warning\n"}] + _stream("second line\n"))
+    assert compare(whole, between) != []
