@@ -110,21 +110,8 @@ def generated_world_root(name: str, query: str | dict = "") -> Path:
     wanted = {"name": name, "version": WORLDS[name].version, "options": options}
     target = cache_dir() / "worlds" / f"{name}-{sha256_hex(json.dumps(wanted, sort_keys=True))[:16]}"
 
-    def written(directory: Path) -> bool:
-        try:
-            return json.loads((directory / WORLD_MARKER).read_text()) == wanted
-        except (OSError, ValueError):
-            return False
-
-    if written(target):
-        return target
-    with one_builder(target):
-        if written(target):
-            return target
-        with staged_directory(target, prefix=f".{name}-world-", complete=written) as staging:
-            WORLDS[name].writer(staging, **options)
-            (staging / WORLD_MARKER).write_text(json.dumps(wanted, indent=1))
-    return target
+    return _written_once(target, WORLD_MARKER, wanted, f".{name}-world-",
+                         lambda staging: WORLDS[name].writer(staging, **options))
 
 
 def world_of(root) -> tuple[str, dict] | None:
@@ -196,9 +183,18 @@ def fixture_root(name: str, seed: int = 0) -> Path:
     target = cache_dir() / "fixtures" / name
     wanted = {"name": name, "version": FIXTURE_VERSIONS[name], "seed": seed}
 
-    def written(directory: Path) -> bool:  # by this writer's version and seed, not an older one
+    return _written_once(target, FIXTURE_MARKER, wanted, f".{name}-",
+                         lambda staging: write_fixture(name, staging, seed=seed))
+
+
+def _written_once(target: Path, marker: str, wanted: dict, prefix: str, write: Callable[[Path], None]) -> Path:
+    """``target``, written by ``write(folder)`` unless its ``marker`` file already holds ``wanted`` (the
+    writer's version and options, not an older one's). Written into a temporary sibling and renamed
+    into place under a file lock, so an interrupted write is never read and two processes write once."""
+
+    def written(directory: Path) -> bool:
         try:
-            return json.loads((directory / FIXTURE_MARKER).read_text()) == wanted
+            return json.loads((directory / marker).read_text()) == wanted
         except (OSError, ValueError):
             return False
 
@@ -207,9 +203,9 @@ def fixture_root(name: str, seed: int = 0) -> Path:
     with one_builder(target):
         if written(target):  # written by another process while this one waited
             return target
-        with staged_directory(target, prefix=f".{name}-", complete=written) as staging:
-            write_fixture(name, staging, seed=seed)
-            (staging / FIXTURE_MARKER).write_text(json.dumps(wanted))
+        with staged_directory(target, prefix=prefix, complete=written) as staging:
+            write(staging)
+            (staging / marker).write_text(json.dumps(wanted, indent=1))
     return target
 
 
