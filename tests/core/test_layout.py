@@ -9,6 +9,7 @@ import vlbias.metrics as metrics
 from vlbias.t2i.cads import cads_gamma
 
 PACKAGE = Path(importlib.import_module("vlbias").__file__).parent
+ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("markedness", "colorfoil", "harms", "t2i")
 # the public index, the command line and precompute (which runs the parts' cached calls) may see every part
 ABOVE_THE_PARTS = {"metrics.py", "__main__.py", "precompute.py"}
@@ -102,3 +103,18 @@ def test_issue_named_helpers_exist():
     from vlbias.metrics import self_similarity, vrbs, weat_effect_size, weat_p_value  # noqa: F401
 
     assert cads_gamma(0.0, 0.6, 0.9) == 1.0 and cads_gamma(1.0, 0.6, 0.9) == 0.0
+
+
+def test_source_notebooks_are_committed_without_outputs_and_every_cell_has_an_id():
+    """The guide's rule (source notebooks without outputs), and nbformat 4.5's cell ids: a cell without
+    one is warned about on every read (MissingIDFieldWarning), and will be an error in later nbformat."""
+    import json
+
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        assert (notebook["nbformat"], notebook["nbformat_minor"]) >= (4, 5), path.name
+        ids = [cell.get("id") for cell in notebook["cells"]]
+        assert all(ids) and len(set(ids)) == len(ids), f"{path.name}: cells without an id or with the same one"
+        for cell in notebook["cells"]:
+            if cell["cell_type"] == "code":
+                assert cell["outputs"] == [] and cell["execution_count"] is None, f"{path.name}: {cell['id']} has outputs"

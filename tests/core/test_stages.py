@@ -88,3 +88,15 @@ def test_04c_folders_come_from_one_place():
         text = path.read_text(encoding="utf-8")
         for spelled in ('"model-comparison_', '"cads-grid_', '"intervention=', '"negative=', '"competent"'):
             assert spelled not in text, (path, spelled)
+
+
+def test_the_declarations_are_read_without_importing_torch():
+    """``python -m vlbias run``, ``plan`` and ``list`` read every notebook's declarations before anything
+    else; importing torch there cost every run about 1.5 s (CADS's module imported it at the top)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from vlbias.plan import declarations; declarations(); "
+            "print(sorted(m for m in ('torch', 'transformers', 'diffusers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -122,11 +122,34 @@ def test_04d_extensions_are_not_run_on_a_world_that_plants_no_age_or_skin_tone()
     assert extension_units(parameters, None) == []
 
 
+def test_04a_declares_its_control_run_beside_the_model_on_the_same_jobs_and_none_without_one():
+    """04a draws ``control_spec`` on the same prompts and seeds as ``t2i_spec``, each into its own
+    folder (what precompute draws and what the page reads); without a control it draws one run."""
+    from pathlib import Path
+
+    from vlbias import profiles
+    from vlbias.stages import Context
+    from vlbias.t2i.stages import plain_units
+
+    root = Path(__file__).resolve().parents[2]
+    run = profiles.plan_run(root, "demo", ["04a_generation"])
+    parameters = profiles.notebook_parameters(root, "04a_generation", run)
+    assert parameters["control_spec"] == MODEL + "?share_scale=0"
+    stages = plain_units(parameters, Context(root / "notebooks"))
+    assert [stage.spec for stage in stages] == [MODEL, MODEL + "?share_scale=0"]
+    assert stages[0].call["jobs"].equals(stages[1].call["jobs"]) and len(stages[0].call["jobs"]) == 45 * 6
+    assert stages[0].call["run_dir"] != stages[1].call["run_dir"]
+    alone = plain_units({**parameters, "control_spec": None}, Context(root / "notebooks"))
+    assert [stage.spec for stage in alone] == [MODEL]
+
+
 @pytest.mark.slow
-def test_04a_generation_page_draws_the_trained_profession_model(demo_book):
+def test_04a_generation_page_draws_the_trained_profession_model_beside_its_control(demo_book):
     html, text, images = demo_book.page("04a_generation")
     assert "models trained on a planted world" in html and "tiny:" not in html
-    assert "planted share of red" in html and images >= 1
+    assert "planted share of red" in html and images >= 2
+    assert "every profession half red: the uniform control" in html  # the banner names the control too
+    assert "control_spec is None" not in text
 
 
 @pytest.mark.slow

@@ -150,9 +150,11 @@ def build_trained(specs, workers: int | None = None, progress: bool = False) -> 
     the caller's, so the weights are bit for bit those of training them one after another (tested).
     ``workers`` defaults to the cores this process is given (:func:`vlbias.device.cpu_budget`: the
     runner divides the machine among the notebooks it runs at once); with one worker, or one model
-    to train, they train here, one after another. Specs naming the same options train once; a model
-    another process is training is waited for (:func:`vlbias.paths.one_builder`), not trained twice.
-    Warnings raised while training are raised again here.
+    to train, they train here, one after another. With more, this process is one of the ``workers``:
+    it trains every ``workers``-th model itself while ``workers - 1`` spawned processes train the
+    rest, so its core is not idle while theirs import torch. Specs naming the same options train once;
+    a model another process is training is waited for (:func:`vlbias.paths.one_builder`), not trained
+    twice. Warnings raised while training are raised again here.
     """
     import warnings
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -169,9 +171,13 @@ def build_trained(specs, workers: int | None = None, progress: bool = False) -> 
     if workers > 1 and len(missing) > 1:
         from tqdm import tqdm
 
+        lanes = min(workers, len(missing))
+        here = missing[lanes - 1::lanes]  # this process's share; the spawned ones take the rest
         # spawn, not fork: a notebook's kernel holds threads (torch's, the decoders') a fork would copy mid-state
-        with ProcessPoolExecutor(min(workers, len(missing)), mp_context=get_context("spawn")) as pool:
-            futures = [pool.submit(_train_one, body) for body in missing]
+        with ProcessPoolExecutor(lanes - 1, mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(_train_one, body) for body in missing if body not in here]
+            for body in tqdm(here, desc="training models here", disable=not progress):
+                trained_checkpoint(body)
             for future in tqdm(as_completed(futures), total=len(futures), desc="training models", disable=not progress):
                 for message, module, category, lineno in future.result()[1]:
                     warnings.warn_explicit(message, _warning_class(module, category), "vlbias training worker", lineno)

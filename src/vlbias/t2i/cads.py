@@ -46,11 +46,13 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import asdict, dataclass
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 import numpy as np
-import torch
 from PIL import Image
+
+if TYPE_CHECKING:
+    import torch
 
 from ..models.base import TextToImageModel
 
@@ -216,6 +218,8 @@ class _ConditionAnnealer:
     """The forward pre-hook: rewrites the conditional ``encoder_hidden_states`` of each denoiser call."""
 
     def __init__(self, pipeline, config: CADSConfig, seeds: Sequence[int]):
+        import torch
+
         self.pipeline = pipeline
         self.config = config
         self.generators = [torch.Generator("cpu").manual_seed(cads_noise_seed(s)) for s in seeds]
@@ -231,6 +235,8 @@ class _ConditionAnnealer:
         return bool(guided)
 
     def __call__(self, module, args, kwargs):
+        import torch  # here, not at the top: the stage declarations import this module without torch
+
         if "encoder_hidden_states" in kwargs:
             condition = kwargs["encoder_hidden_states"]
         elif len(args) > 2:
@@ -267,6 +273,8 @@ class _ConditionAnnealer:
         return args, kwargs
 
     def _anneal(self, condition: torch.Tensor, gamma: float, rows: int, halves: int) -> torch.Tensor:
+        import torch
+
         kept = condition.shape[0] - halves * rows  # the unconditional half, unless it is annealed too
         draws = [[torch.randn(condition.shape[1:], generator=g, dtype=torch.float32) for _ in range(halves)]
                  for g in self.generators]

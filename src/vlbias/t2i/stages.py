@@ -105,11 +105,12 @@ def annotation(units, models: tuple[str, ...] = ("annotator_spec",)) -> core.Sta
 
 
 def plain_units(parameters: core.Parameters, context: core.Context) -> list[core.Stage]:
-    """The plain run of ``04a_generation``."""
+    """The plain run of ``04a_generation``, and its ``control_spec``'s on the same jobs where one is given."""
     jobs = runs.study_jobs(parameters["prompt_template"], int(parameters["images_per_profession"]),
                            seed=parameters["seed"], include_source_cases=parameters["include_source_cases"],
                            articles=parameters["prompt_articles"])
-    return [image_stage(parameters, context, "04a_generation", parameters["t2i_spec"], jobs, runs.PLAIN_FOLDER)]
+    specs = [parameters["t2i_spec"], *([parameters["control_spec"]] if parameters.get("control_spec") else [])]
+    return [image_stage(parameters, context, "04a_generation", spec, jobs, runs.PLAIN_FOLDER) for spec in specs]
 
 
 def annotated_plain_units(parameters: core.Parameters, context: core.Context) -> list[core.Stage]:
@@ -177,7 +178,8 @@ def _planted_world_estimate(parameters: core.Parameters, context: core.Context) 
 
 core.register(
     NOTEBOOKS,
-    core.NotebookDeclaration("04a_generation", model_parameters=("t2i_spec",), stages=(generation(plain_units),)),
+    core.NotebookDeclaration("04a_generation", model_parameters=("t2i_spec", "control_spec"),
+                             stages=(generation(plain_units, ("t2i_spec", "control_spec")),)),
     core.NotebookDeclaration(
         "04b_annotation_and_metrics", model_parameters=("t2i_spec", "annotator_spec"),
         stages=(generation(annotated_plain_units), annotation(annotated_plain_units)),
