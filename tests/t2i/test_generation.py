@@ -122,6 +122,28 @@ def test_run_directory_and_lazy_image_files(tmp_path):
     assert ImageFiles(other, tmp_path / "b").identity != files.identity
 
 
+def test_a_trained_models_run_folder_names_its_checkpoint_key_so_a_retrained_model_never_resumes_old_images(
+        tmp_path, monkeypatch):
+    """A ``trained:`` spec names a recipe and options, not weights: under new defaults (04a's model went
+    from batches of 64 to 32) the same spec trains other weights. Its run folder ends with the checkpoint
+    directory's key, computed without training, so the new model draws into a new folder."""
+    from vlbias.models.trained import trained_options
+    from vlbias.t2i.generation import run_directory
+
+    monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
+    spec = "trained:profession-diffusion?share_scale=0"
+    recipe, options = trained_options(spec.removeprefix("trained:"))
+    key = recipe.target(**options).name.rsplit("-", 1)[-1]
+    assert len(key) == 16 and not (tmp_path / "cache" / "trained").exists()  # nothing was trained
+    assert run_directory("out", spec).as_posix() == f"out/trained_profession-diffusion_share_scale=0_{key}/plain"
+    # the options of the old default (batches of 64), spelled out, are another checkpoint and folder
+    assert run_directory("out", spec + "&batch_size=64") != run_directory("out", spec)
+    # a weights label (04e names its folders by the loaded weights) and other specs are left as they are
+    assert run_directory("out", "trained:world-diffusion@sha256:0123|cpu").as_posix() == \
+        "out/trained_world-diffusion_sha256_0123_cpu/plain"
+    assert run_directory("out", "tiny:sd").as_posix() == "out/tiny_sd/plain"
+
+
 def _pixels(folder, manifest):
     return {row.file: np.asarray(Image.open(folder / row.file)).tobytes() for row in manifest.itertuples()}
 

@@ -72,11 +72,13 @@ def for_each_model(specs, work, load=None, **load_kwargs):
     ``failures`` is a DataFrame with one row per spec that did not (``model``, ``stage``: load or
     run, ``error``: the exception's type and first line). ``load`` defaults to
     :func:`load_image_text_model`; ``load_kwargs`` go to it. Each model is released before the next
-    loads (GPU memory).
+    loads (GPU memory). Models trained in the book (``trained:`` specs) not yet built train first, side
+    by side on the cores this process is given (:func:`~vlbias.models.trained.build_trained`).
     """
     import pandas as pd
 
     load = load or load_image_text_model
+    _train_side_by_side(specs)
     results, failures = {}, []
     for spec in specs:
         stage = "load"
@@ -90,3 +92,28 @@ def for_each_model(specs, work, load=None, **load_kwargs):
         finally:
             model = None
     return results, pd.DataFrame(failures, columns=["model", "stage", "error"])
+
+
+def _train_side_by_side(specs) -> None:
+    """Train the ``trained:`` models among ``specs`` side by side before :func:`for_each_model` loads them
+    one by one. A spec that does not parse, or whose training fails, is left to its load in the loop,
+    which trains it again and reports the error as that model's failure row: one bad model never stops
+    the others."""
+    from .spec import parse_spec
+    from .trained import build_trained, trained_options
+
+    trainable = []
+    for spec in specs:
+        try:
+            parsed = parse_spec(spec)
+            if parsed.source == "trained":
+                trained_options(parsed.name)
+                trainable.append(spec)
+        except (KeyError, ValueError, FileNotFoundError):
+            continue  # reported by its load
+    if len(trainable) > 1:
+        try:
+            build_trained(trainable)
+        except Exception:  # noqa: BLE001 -- each model's load below raises it again and reports it as a row
+            pass
+

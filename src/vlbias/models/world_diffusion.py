@@ -254,7 +254,8 @@ def _train(staging: Path, pixels: np.ndarray, kinds: list[str], config: Diffusio
     prompt_of = torch.tensor([index[caption] for caption in captions])
     generator = torch.Generator().manual_seed(config.seed)
     parameters = list(unet.parameters()) + list(text_encoder.parameters())
-    optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=0.0)
+    # foreach: one call updates every tensor, bit for bit as the per-tensor loop (tests/core/models/test_trained.py)
+    optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=0.0, foreach=True)
     # a short warm-up, then cosine decay: stable at this learning rate and ends on small steps
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / 100) * 0.5 * (
         1 + np.cos(np.pi * min(step, config.steps) / config.steps)))
@@ -278,8 +279,7 @@ def _train(staging: Path, pixels: np.ndarray, kinds: list[str], config: Diffusio
         optimizer.step()
         schedule.step()
         with torch.no_grad():
-            for mean, parameter in zip(average, parameters):
-                mean.lerp_(parameter, 1 - config.ema_decay)
+            torch._foreach_lerp_(average, parameters, 1 - config.ema_decay)  # mean.lerp_(parameter, w), every tensor
         losses.append(float(loss.detach()))
         if (step + 1) % 100 == 0 or step + 1 == config.steps:
             history.append({"step": step + 1, "loss": float(np.mean(losses)),

@@ -284,11 +284,29 @@ def _check_same_jobs(done: pd.DataFrame, jobs: pd.DataFrame, out_dir: Path) -> N
 
 
 def run_directory(output_dir: str | Path, model_spec: str, sampler: str = "plain") -> Path:
-    """``output_dir/<model>/<sampler>``, with characters that do not belong in folder names replaced."""
+    """``output_dir/<model>/<sampler>``, with characters that do not belong in folder names replaced.
+
+    A ``trained:`` spec's folder also names its checkpoint's key (the recipe's version and every
+    option, defaults included: the end of the trained directory's name), found without training: a
+    model retrained under other defaults or a new recipe draws into a folder of its own instead of
+    resuming beside the old model's images, which stay where they are.
+    """
     def safe(text: str) -> str:
         return "".join(c if c.isalnum() or c in "-_.=," else "_" for c in str(text)).strip("_") or "_"
 
-    return Path(output_dir) / safe(model_spec) / safe(sampler)
+    key = _trained_key(str(model_spec))
+    return Path(output_dir) / safe(f"{model_spec}@{key}" if key else model_spec) / safe(sampler)
+
+
+def _trained_key(spec: str) -> str | None:
+    """The key ending a ``trained:`` spec's checkpoint directory name (``None`` for other specs, for a
+    weights label that already names them, and for a recipe that cannot tell without training)."""
+    if not spec.startswith("trained:") or "@" in spec:
+        return None
+    from ..models.trained import trained_options
+
+    recipe, options = trained_options(spec.removeprefix("trained:"))
+    return None if recipe.target is None else Path(recipe.target(**options)).name.rsplit("-", 1)[-1]
 
 
 class ImageFiles:
