@@ -1,6 +1,7 @@
 """Wall time of each demo notebook from an empty cache (cold) and again with that cache (warm).
 
     python benchmarks/notebook_times.py [--only NAME ...] [--cells N] [--one-cache]
+    python benchmarks/notebook_times.py --against REV [--only NAME ...]
     python benchmarks/notebook_times.py --jobs 1 2 [--only NAME ...]
 
 Each run is ``python -m vlbias run --profile demo --only NAME --no-build`` in a fresh process, with
@@ -10,6 +11,9 @@ as a reader's run does. Prints a table:
 per notebook the cold and warm wall times and, of the warm run, the seconds spent in the cells
 (papermill's per-cell durations) and the rest (process and kernel start, papermill's own work).
 ``--cells N`` also prints each run's N slowest cells: where the time goes.
+``--against REV`` times the book cold as ``--one-cache`` does, for this checkout and for git revision ``REV``
+(a temporary worktree), alternating notebook by notebook so that drift in the machine's speed falls on
+both: the before/after of a change, in one run.
 ``--one-cache`` times the book as a reader runs it: every notebook in order from ONE empty cache (later
 notebooks reuse what earlier ones cached, as in ``make book``), then all again warm. Without it each
 notebook gets its own empty cache, so the cold column is each notebook alone (an upper bound).
@@ -35,22 +39,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def timed_run(name: str, cache: str) -> tuple[float, list[tuple[float, str]]]:
+def timed_run(name: str, cache: str, root: Path = ROOT) -> tuple[float, list[tuple[float, str]]]:
     """Wall seconds of one run, and (seconds, first line) of each of its cells.
 
     A notebook with an ``output_dir`` parameter (Part IV's images) writes under ``cache`` too, so
-    that the cold run finds none of an earlier run's images."""
+    that the cold run finds none of an earlier run's images. ``root``: the checkout whose code and
+    notebook run (``--against`` times another commit's in a worktree of its own)."""
     sys.path.insert(0, str(ROOT / "src"))
     from vlbias.profiles import declared_parameters
 
-    environment = {**os.environ, "VLBIAS_CACHE_DIR": cache, "PYTHONPATH": str(ROOT / "src")}
+    environment = {**os.environ, "VLBIAS_CACHE_DIR": cache, "PYTHONPATH": str(root / "src")}
     outputs = (["--set", f"output_dir={Path(cache) / 'outputs'}"]
-               if "output_dir" in declared_parameters(ROOT / "notebooks" / f"{name}.ipynb") else [])
+               if "output_dir" in declared_parameters(root / "notebooks" / f"{name}.ipynb") else [])
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "vlbias", "run", "--profile", "demo", "--only", name, "--no-build", *outputs],
-                   cwd=ROOT, env=environment, check=True, stdout=subprocess.DEVNULL)
+                   cwd=root, env=environment, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - started
-    cells = json.loads((ROOT / "book" / "generated" / f"{name}.ipynb").read_text(encoding="utf-8"))["cells"]
+    cells = json.loads((root / "book" / "generated" / f"{name}.ipynb").read_text(encoding="utf-8"))["cells"]
     durations = [(float(cell.get("metadata", {}).get("papermill", {}).get("duration") or 0.0),
                   ("".join(cell.get("source", "")).strip().splitlines() or [""])[0][:60])
                  for cell in cells if cell["cell_type"] == "code"]
@@ -150,6 +155,51 @@ def book_table(jobs_values: list[int], names: list[str], record: bool = False) -
     return 1 if any(differing.values()) else 0
 
 
+def interleaved(names: list[str], revision: str) -> None:
+    """``--against REV``: the book cold as a reader runs it (one cache per checkout, every notebook in
+    order), this checkout's and ``REV``'s (a git worktree) alternating notebook by notebook, the first of
+    each pair alternating too (REV first, then this one first, ...), so that a machine whose speed drifts
+    during the run slows both sides alike. Prints each notebook's cold seconds on both sides, the
+    totals, their ratio and the load average."""
+    with tempfile.TemporaryDirectory(prefix="vlbias-bench-") as folder:
+        other = Path(folder) / "other"
+        subprocess.run(["git", "worktree", "add", "--detach", str(other), revision], cwd=ROOT, check=True,
+                       capture_output=True)
+        try:
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=other, check=True, capture_output=True,
+                                    text=True).stdout.strip()
+            here = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True, capture_output=True,
+                                  text=True).stdout.strip()
+            changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, check=True,
+                                     capture_output=True, text=True).stdout.strip()
+            sides = {commit if revision.startswith(commit) else f"{revision} ({commit})":
+                     (other, str(Path(folder) / "cache-other")),
+                     f"this checkout ({here}{', with uncommitted changes' if changed else ''})":
+                     (ROOT, str(Path(folder) / "cache-this"))}
+            times = {side: {} for side in sides}
+            load = os.getloadavg()[0]
+            for index, name in enumerate(names):
+                order = list(sides) if index % 2 == 0 else list(reversed(sides))
+                for side in order:
+                    root, cache = sides[side]
+                    if (root / "notebooks" / f"{name}.ipynb").exists():
+                        times[side][name] = timed_run(name, cache, root)[0]
+                print(f"{name}: " + ", ".join(f"{times[side].get(name, float('nan')):.1f} s" for side in sides),
+                      flush=True)
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(other)], cwd=ROOT, check=False,
+                           capture_output=True)
+    before, after = sides
+    both = [name for name in names if name in times[before] and name in times[after]]
+    print(f"\n| notebook | {before} cold s | {after} cold s |\n|---|---:|---:|")
+    for name in names:
+        print(f"| {name} | {times[before].get(name, float('nan')):.1f} | {times[after].get(name, float('nan')):.1f} |")
+    total = {side: sum(times[side][name] for name in both) for side in sides}
+    print(f"| **total** ({len(both)} notebooks on both sides) | {total[before]:.1f} | {total[after]:.1f} |")
+    print(f"| ratio | 1.00 | {total[after] / total[before]:.3f} |")
+    print(f"load average {load:.2f} -> {os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="notebook names (default: every notebook)")
@@ -161,7 +211,12 @@ def main() -> None:
     parser.add_argument("--record", action="store_true",
                         help="with --jobs: write the first value's cold times and peaks to vlbias/resources/"
                              "notebook_costs.json, the runner's schedule on a fresh clone")
+    parser.add_argument("--against", metavar="REV",
+                        help="the book cold, this checkout against git revision REV, notebook by notebook in turn")
     arguments = parser.parse_args()
+    if arguments.against:
+        return interleaved(arguments.only or sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb")),
+                           arguments.against)
     if arguments.jobs:
         sys.exit(book_table(arguments.jobs, arguments.only or [], arguments.record))
     names = arguments.only or sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
