@@ -214,12 +214,11 @@ def main() -> None:
     parser.add_argument("--against", metavar="REV",
                         help="the book cold, this checkout against git revision REV, notebook by notebook in turn")
     arguments = parser.parse_args()
-    if arguments.against:
-        return interleaved(arguments.only or sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb")),
-                           arguments.against)
     if arguments.jobs:
         sys.exit(book_table(arguments.jobs, arguments.only or [], arguments.record))
     names = arguments.only or sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+    if arguments.against:
+        return interleaved(names, arguments.against)
     print(f"{'notebook':34s} {'cold s':>8s} {'warm s':>8s} {'warm cells s':>13s} {'warm rest s':>12s}")
     totals = [0.0, 0.0, 0.0]
     if arguments.one_cache:

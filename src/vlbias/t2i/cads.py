@@ -51,10 +51,10 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import numpy as np
 from PIL import Image
 
+from ..models.base import TextToImageModel
+
 if TYPE_CHECKING:
     import torch
-
-from ..models.base import TextToImageModel
 
 SCHEDULES = ("linear", "cosine")
 #: which half of a classifier-free-guidance batch is annealed: the conditional one (the paper's y;
