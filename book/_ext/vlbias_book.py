@@ -6,7 +6,8 @@
   theme's Binder and Colab links would open nothing; they are pointed at the source notebook
   ``notebooks/NAME.ipynb`` in the repository instead.
 - Figure captions: a cell's caption (``metadata.mystnb.figure``) goes on its images only, one
-  figure per image (``vlbias.book.captions_on_images_only``), never on a table the cell shows too.
+  figure per image (``vlbias.book.captions_on_images_only``), never on a table the cell shows too,
+  and is the image's alt text; the parameters show once, as one table (``vlbias.book.for_the_book``).
 """
 
 from __future__ import annotations
@@ -44,21 +45,22 @@ def point_launch_buttons_at_sources(app, pagename, templatename, context, doctre
                     link["url"] = source_notebook_url(link["url"])
 
 
-def caption_images_only(app, docname, source) -> None:
-    """``source-read``: rewrite a notebook page's text (in memory) so captions reach images only."""
+def notebook_page(app, docname, source) -> None:
+    """``source-read``: rewrite a notebook page's text (in memory) for the book: captions on images
+    only and as their alt text, the parameters as one table (``vlbias.book.for_the_book``)."""
     if not str(app.env.doc2path(docname)).endswith(".ipynb"):
         return
-    from vlbias.book import captions_on_images_only
+    from vlbias.book import for_the_book
 
     notebook = json.loads(source[0])
-    captioned = captions_on_images_only(notebook)
+    captioned = for_the_book(notebook)
     if captioned is not notebook:
         source[0] = json.dumps(captioned)
 
 
 def setup(app):
     app.connect("config-inited", set_solution_visibility)
-    app.connect("source-read", caption_images_only)
+    app.connect("source-read", notebook_page)
     # after sphinx-book-theme's add_launch_buttons (priority 501)
     app.connect("html-page-context", point_launch_buttons_at_sources, priority=502)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -69,7 +69,7 @@ def profile_banner(profile: str, details: str = "", models: str | None = None, s
     models = models or (banner_kind(specs) if len(specs) else "random")
     if models not in ("random", "real", "world"):
         raise ValueError(f"models must be 'random', 'real' or 'world', got {models!r}")
-    show_headers_in_words()  # every page calls this first: its tables then read in words
+    use_book_style()  # every page calls this first: its tables and figures then take the book's style
     details = html.escape(details or "see the parameters cell")
     if profile == "demo" and models == "random":
         kind, title, body = "warning", "Demo output: not real results", _DEMO_RANDOM.format(details=details)
@@ -202,9 +202,68 @@ def headers_in_words(table: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
+#: the book's figure style (matplotlib rcParams): type sizes that stay readable at the content width of a
+#: page (about 7.5 inches at 100 px an inch), where figures are drawn at most that wide. Pages show
+#: figures at twice their 100 dpi ("retina": 200 dpi images, shown at their size in inches)
+FIGURE_STYLE = {
+    "figure.dpi": 100, "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10,
+    "xtick.labelsize": 9, "ytick.labelsize": 9, "legend.fontsize": 9, "figure.titlesize": 11,
+    "axes.spines.top": False, "axes.spines.right": False,
+}
+#: the widest a figure is drawn, in inches: a page's content width
+CONTENT_WIDTH_INCHES = 7.5
+
+
+def panels(count: int, row_height: float = 3.2, width: float = CONTENT_WIDTH_INCHES, **subplots):
+    """A figure of ``count`` panels at the book's content width, at most two a row (so each panel's type
+    stays readable on the page): ``(fig, axes)``, ``axes`` a flat list of ``count`` axes, row by row.
+    ``subplots``: :func:`matplotlib.pyplot.subplots`' options (``sharey=True``, ...)."""
+    import matplotlib.pyplot as plt
+
+    if count < 1:
+        raise ValueError(f"panels: count is the number of panels, 1 or more; got {count!r}")
+    columns = 1 if count == 1 else 2
+    rows = -(-count // columns)
+    fig, grid = plt.subplots(rows, columns, figsize=(width, row_height * rows), squeeze=False, **subplots)
+    axes = list(grid.ravel())
+    for ax in axes[count:]:
+        ax.remove()
+    return fig, axes[:count]
+
+
+#: names of measures and settings as an axis says them (others: :func:`column_in_words`)
+AXIS_WORDS = {"guidance_scale": "guidance scale", "noise_scale": "CADS noise scale s", "rho": "Spearman's ρ",
+              "slope": "slope (generated on planted share)", "diversity": "diversity (mean pairwise distance)",
+              "VRBS": "VRBS", **MEASURE_WORDS}
+
+
+def axis_label(name: str) -> str:
+    """``name`` (a column of a vlbias table) as an axis label: ``guidance_scale`` -> ``guidance scale``."""
+    return AXIS_WORDS.get(name, column_in_words(name))
+
+
+def use_book_style() -> None:
+    """The book's table and figure style for this kernel: every DataFrame and Styler displayed through
+    :func:`vlbias.tables.table_html` (headers in words, one number format, long tables folded), and
+    matplotlib's :data:`FIGURE_STYLE`. :func:`profile_banner`, the first call of every page, calls it."""
+    import matplotlib
+
+    matplotlib.rcParams.update(FIGURE_STYLE)
+    show_headers_in_words()
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    if get_ipython() is not None:
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+        set_matplotlib_formats("retina")  # 200 dpi images, shown at their size in inches
+
+
 def show_headers_in_words() -> None:
-    """In a running IPython kernel, show every DataFrame with its headers in words (``gap_pp`` ->
-    ``gap (pp)``): display only, the DataFrame itself keeps its names. Outside IPython, nothing."""
+    """In a running IPython kernel, show every DataFrame and Styler in the book's table style, headers
+    in words (``gap_pp`` -> ``gap (pp)``; :func:`vlbias.tables.table_html`): display only, the DataFrame
+    itself keeps its names and values. Outside IPython, nothing."""
     try:
         from IPython import get_ipython
     except ImportError:
@@ -212,9 +271,11 @@ def show_headers_in_words() -> None:
     shell = get_ipython()
     if shell is None:
         return
+    from .tables import table_html
+
     html_formatter = shell.display_formatter.formatters["text/html"]
-    html_formatter.for_type(pd.DataFrame, lambda table: headers_in_words(table)._repr_html_())
-    html_formatter.for_type(Styler, lambda styler: styler_in_words(styler)._repr_html_())
+    html_formatter.for_type(pd.DataFrame, table_html)
+    html_formatter.for_type(Styler, table_html)
 
 
 def styler_in_words(styler: Styler) -> Styler:
@@ -247,6 +308,49 @@ def measure_names_in_cells(page_html: str) -> list[str]:
     (a header, a row label or a value), each once."""
     names = "|".join(map(re.escape, MEASURE_WORDS))
     return sorted(set(re.findall(rf"<t[hd][^>]*>\s*({names})\s*</t[hd]>", page_html)))
+
+
+#: the lowest resolution of a figure image in the built book (dots per inch)
+LEAST_FIGURE_DPI = 150
+_CAPTION = re.compile(r'<span class="caption-number">\s*(Fig\. \d+)\s*</span>\s*<span class="caption-text">(.*?)</span>',
+                      re.S)
+
+
+def _text(fragment: str) -> str:
+    return html.unescape(" ".join(re.sub(r"<[^>]+>", " ", fragment).split()))
+
+
+def page_problems(page_html: str, page_path: Path | None = None) -> list[str]:
+    """What a built page shows that a reader should not meet, one line each: a figure number doubled
+    ("Fig. 8 Figures 4-6: ..."), a caption that repeats another of the page's, a table whose every cell
+    is missing, and (given the page's file, to find its images) a figure image under
+    :data:`LEAST_FIGURE_DPI` dpi."""
+    problems = []
+    captions = [(number, _text(text)) for number, text in _CAPTION.findall(page_html)]
+    for number, text in captions:
+        if re.match(r"(Figures?|Fig\.)\s*\d", text):
+            problems.append(f"{number} is numbered twice: {text[:60]!r}")
+    seen: dict[str, str] = {}
+    for number, text in captions:
+        if text in seen:
+            problems.append(f"{number} repeats the caption of {seen[text]}: {text[:60]!r}")
+        seen.setdefault(text, number)
+    for table in re.findall(r"<table.*?</table>", page_html, re.S):
+        values = [_text(cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", table, re.S)]
+        if values and all(value.lower() in ("", "nan", "none", "–", "<na>") for value in values):
+            problems.append(f"a table of {len(values)} cells, every one missing")
+    if page_path is not None:
+        from PIL import Image
+
+        for source in dict.fromkeys(re.findall(r'<img[^>]+src="([^"]*_images/[^"]+\.png)"', page_html)):
+            image_path = (Path(page_path).parent / source).resolve()
+            if not image_path.exists():
+                continue
+            with Image.open(image_path) as image:
+                dpi = image.info.get("dpi", (0, 0))[0]
+            if round(dpi) < LEAST_FIGURE_DPI:
+                problems.append(f"{source}: {dpi:.0f} dpi, under {LEAST_FIGURE_DPI}")
+    return problems
 
 
 def readable(table: pd.DataFrame, decimals: int = 1, confidence: float = 0.95) -> pd.DataFrame:
@@ -307,19 +411,26 @@ def captions_on_images_only(notebook: dict) -> dict:
     caption: a table shown in the same cell would get the caption too, and a second image the same
     name (a duplicate label). So a captioned cell's outputs are split into runs, each run after the
     first in a cell of its own whose source is hidden (tag ``remove-input``): runs of non-image outputs
-    carry no figure metadata; each image carries the caption, the second image of the cell the
-    name ``NAME-2``, and so on. Cells that need no split are kept as they are; the notebook file
+    carry no figure metadata; each image carries the caption (the k-th image the k-th of the cell's
+    ``captions``, a list, where it gives one: a cell that draws two figures captions each), the second
+    image of the cell the name ``NAME-2``, and so on. Cells that need no split are kept as they are; the notebook file
     itself is never changed (the book's Sphinx hook applies this to the text it reads).
     """
     cells, changed = [], False
     for cell in notebook.get("cells", []):
         options = figure_options(cell) if cell.get("cell_type") == "code" else None
         displays = [output for output in cell.get("outputs", []) if _is_display(output)] if options else []
+        captions = (options or {}).get("captions") or []
         if not displays or (len(displays) == 1 and _is_image(displays[0])):  # myst-nb gets it right
+            if "captions" in (options or {}):  # ours, not myst-nb's: one image takes the cell's caption
+                cell = copy.deepcopy(cell)
+                del cell["metadata"]["mystnb"]["figure"]["captions"]
+                changed = True
             cells.append(cell)
             continue
         changed = True
         images = 0
+        base = {key: value for key, value in options.items() if key != "captions"}
         for index, (image, outputs) in enumerate(_output_runs(cell["outputs"])):
             part = copy.deepcopy({key: value for key, value in cell.items() if key != "outputs"})
             part["outputs"] = outputs
@@ -328,7 +439,8 @@ def captions_on_images_only(notebook: dict) -> dict:
             if image:
                 images += 1
                 name = options.get("name")
-                mystnb["figure"] = {**options, **({"name": f"{name}-{images}"} if name and images > 1 else {})}
+                mystnb["figure"] = {**base, **({"caption": captions[images - 1]} if images <= len(captions) else {}),
+                                    **({"name": f"{name}-{images}"} if name and images > 1 else {})}
             if not mystnb:
                 del part["metadata"]["mystnb"]
             if index:
@@ -340,6 +452,122 @@ def captions_on_images_only(notebook: dict) -> dict:
                     part["id"] = f"{part['id']}-{index}"
             cells.append(part)
     return {**notebook, "cells": cells} if changed else notebook
+
+
+def alt_text_from_captions(notebook: dict) -> dict:
+    """``notebook`` with every captioned figure's image given the caption as its alt text
+    (``metadata.mystnb.image.alt``, which myst-nb puts on the ``<img>``) where the cell sets none, so a
+    screen reader says what the figure shows rather than the image's file name. The notebook file
+    itself is never changed (the book's Sphinx hook applies this to the text it reads)."""
+    cells, changed = [], False
+    for cell in notebook.get("cells", []):
+        options = figure_options(cell) if cell.get("cell_type") == "code" else None
+        image = cell.get("metadata", {}).get("mystnb", {}).get("image", {})
+        if options and options.get("caption") and not image.get("alt"):
+            cell = copy.deepcopy(cell)
+            mystnb = cell["metadata"]["mystnb"]
+            mystnb["image"] = {**mystnb.get("image", {}), "alt": " ".join(str(options["caption"]).split())}
+            changed = True
+        cells.append(cell)
+    return {**notebook, "cells": cells} if changed else notebook
+
+
+PARAMETERS_STYLE = ("<style>table.vlbias-parameters td, table.vlbias-parameters th {padding: 0.25em 0.7em; "
+                    "vertical-align: top; text-align: left; border-bottom: 1px solid #dde1e6; font-size: 0.88em}"
+                    "table.vlbias-parameters td code {white-space: pre-wrap; word-break: break-word}</style>")
+#: the longest a parameter's value is written in the table of a run's parameters (the rest elided)
+LONGEST_VALUE = 100
+
+
+def assignments(source: str) -> dict[str, tuple[str, str]]:
+    """``{name: (value as written, comment)}`` of the top-level assignments in a parameters cell's
+    source; a comment is the one on the assignment's lines, joined with comment lines that continue
+    it (indented lines holding only a comment, under it)."""
+    import ast
+    import io
+    import tokenize
+
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    comments: dict[int, str] = {}
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            comments[token.start[0]] = token.string.lstrip("#").strip()
+    found = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [target.id for target in targets if isinstance(target, ast.Name)]
+            if not names:
+                continue
+            text = ast.get_source_segment(source, node.value) or ""
+            said = [comments[line] for line in range(node.lineno, node.end_lineno + 1) if line in comments]
+            line = node.end_lineno + 1
+            while line <= len(lines) and lines[line - 1].startswith((" ", "\t")) and lines[line - 1].strip().startswith("#"):
+                said.append(comments.get(line, ""))
+                line += 1
+            for name in names:
+                found[name] = (" ".join(text.split()), " ".join(said).strip())
+    return found
+
+
+def parameters_table_html(defaults: dict[str, tuple[str, str]], injected: dict[str, tuple[str, str]],
+                          profile: str | None = None) -> str:
+    """One table of a run's parameters: each parameter's value in this run, its default where the run
+    set another, and what it is (the parameters cell's comment), folded into a dropdown."""
+    def value(text: str) -> str:
+        shown = text if len(text) <= LONGEST_VALUE else text[:LONGEST_VALUE - 1] + "…"
+        return f"<code>{html.escape(shown)}</code>"
+
+    rows = []
+    for name, (default, about) in defaults.items():
+        used = injected.get(name, (default, ""))[0]
+        rows.append(f"<tr><td><code>{html.escape(name)}</code></td><td>{value(used)}</td>"
+                    f"<td>{value(default) if used != default else ''}</td><td>{html.escape(about)}</td></tr>")
+    for name, (used, _) in injected.items():
+        if name not in defaults:
+            rows.append(f"<tr><td><code>{html.escape(name)}</code></td><td>{value(used)}</td><td></td><td></td></tr>")
+    changed = sum(1 for name in injected if injected[name][0] != defaults.get(name, ("",))[0])
+    by = f"the {html.escape(profile)} profile" if profile else "this run"
+    return (f'<details class="vlbias-parameters"><summary><b>Parameters of this run</b>: {len(rows)}, of which '
+            f'{by} sets {changed} (click to show)</summary>'
+            f'{PARAMETERS_STYLE}<table class="vlbias-parameters"><thead><tr><th>parameter</th><th>this run</th>'
+            f'<th>default</th><th>what it is</th></tr></thead><tbody>{"".join(rows)}</tbody></table></details>')
+
+
+def parameters_shown_once(notebook: dict) -> dict:
+    """``notebook`` with its parameters shown once, as one table (:func:`parameters_table_html`): the
+    parameters cell (the defaults) gives way to the table and papermill's injected cell is removed. A
+    notebook without both cells is returned as it is; the notebook file itself is never changed."""
+    cells = notebook.get("cells", [])
+    tagged = {tag: index for index, cell in enumerate(cells)
+              for tag in cell.get("metadata", {}).get("tags", []) if tag in ("parameters", "injected-parameters")}
+    if "parameters" not in tagged or "injected-parameters" not in tagged:
+        return notebook
+    source = lambda index: "".join(cells[index].get("source", ""))  # noqa: E731
+    try:
+        defaults, injected = assignments(source(tagged["parameters"])), assignments(source(tagged["injected-parameters"]))
+    except SyntaxError:
+        return notebook
+    profile = injected.get("profile", ("", ""))[0].strip("\"'") or None
+    table = {"cell_type": "code", "execution_count": None, "id": "parameters-table",
+             "metadata": {"tags": ["remove-input"]}, "source": "# the parameters of this run",
+             "outputs": [{"output_type": "display_data", "metadata": {},
+                          "data": {"text/html": parameters_table_html(defaults, injected, profile),
+                                   "text/plain": "<the parameters of this run>"}}]}
+    shown = []
+    for index, cell in enumerate(cells):
+        if index == tagged["parameters"]:
+            shown.append(table)
+        elif index != tagged["injected-parameters"]:
+            shown.append(cell)
+    return {**notebook, "cells": shown}
+
+
+def for_the_book(notebook: dict) -> dict:
+    """What the book's Sphinx hook makes of an executed notebook's text: captions on images only,
+    alt text from the captions, the parameters shown once."""
+    return parameters_shown_once(alt_text_from_captions(captions_on_images_only(notebook)))
 
 
 def _output_runs(outputs: list[dict]) -> list[tuple[bool, list[dict]]]:

@@ -72,3 +72,38 @@ def test_zero_width_intervals_are_explained():
     text = cff.paired_sentence(pd.concat([_paired(0.0, 0.0, 0.0), _paired(1.0, 3.0, 2.0, a="x", b="y")]),
                                {"m": "M"})
     assert "excludes 0 for 1" in text and "Zero-width intervals (M and d)" in text
+
+
+def _chance_row(model, accuracy, low, high, n=100):
+    return {"model": model, "label": model, "n": n, "accuracy_%": accuracy, "ci_low_%": low, "ci_high_%": high,
+            "chance_%": 50.0, "ties": 0, "verdict": "", "foils": 1}
+
+
+def _paired_row(a, b, difference, low, high):
+    return {"model_a": a, "model_b": b, "difference_pp": difference, "low_pp": low, "high_pp": high, "n": 100}
+
+
+def test_paper_findings_judge_the_dual_encoder_against_chance_and_the_matcher_against_it():
+    from vlbias import book
+
+    published = book.published("colorfoil_table1_samin2024")
+    kinds = {"clip": "dual", "vilt": "pairwise"}
+    chance = pd.DataFrame([_chance_row("clip", 90.0, 82.0, 95.0), _chance_row("vilt", 70.0, 60.0, 78.0)])
+    # the pair written either way round: the matcher's advantage is read with its sign
+    for paired in (pd.DataFrame([_paired_row("clip", "vilt", 20.0, 10.0, 30.0)]),
+                   pd.DataFrame([_paired_row("vilt", "clip", -20.0, -30.0, -10.0)])):
+        found = cff.paper_findings(chance, paired, kinds, published)
+        assert [f.verdict for f in found] == ["supports", "contradicts"]
+        assert "vilt minus clip: -20.0 points [-30.0, -10.0] on the same 100 pairs" == found[1].ours
+        assert found[0].published.startswith("CLIP: coco ")
+    chance = pd.DataFrame([_chance_row("clip", 52.0, 45.0, 59.0)])
+    found = cff.paper_findings(chance, pd.DataFrame(columns=["model_a", "model_b"]), {"clip": "dual"}, published)
+    assert [f.verdict for f in found] == ["cannot tell", "cannot test"]
+
+
+def test_the_caption_world_plants_colour_knowledge_only_where_the_captions_name_colours():
+    kinds = {"trained:caption-clip?colour_words=0": "dual", "trained:caption-matcher": "pairwise"}
+    text, causes = cff.planted(list(kinds), kinds)
+    assert causes == [False, False] and "neither kind an advantage" in text
+    assert cff.planted(["trained:caption-clip"], {"trained:caption-clip": "dual"})[1] == [True, False]
+    assert cff.planted(["ViT-B-32/openai"], {"ViT-B-32/openai": "dual"}) == (None, None)

@@ -121,3 +121,18 @@ def test_tables_beside_a_figure_get_no_caption_and_each_image_a_name_of_its_own(
 def test_a_captioned_cell_that_drew_nothing_this_run_shows_its_text_without_a_figure():
     cells = book.captions_on_images_only(notebook_of([STREAM, TABLE], tags=()))["cells"]
     assert len(cells) == 2 and book.figure_options(cells[1]) is None and cells[1]["outputs"] == [STREAM, TABLE]
+
+
+def test_a_cell_that_draws_two_figures_captions_each_with_its_own_words():
+    captions = ["COCO's examples.", "Flickr30k's examples."]
+    metadata = {"caption": "Examples.", "name": "fig-x", "captions": captions}
+    images = [{"output_type": "display_data", "metadata": {}, "data": {"image/png": "AAAA"}} for _ in range(2)]
+    cell = {"cell_type": "code", "id": "c", "source": "plt.show()", "execution_count": 1, "outputs": images,
+            "metadata": {"mystnb": {"figure": metadata}}}
+    split = book.captions_on_images_only({"cells": [cell]})["cells"]
+    assert [part["metadata"]["mystnb"]["figure"] for part in split] == [
+        {"caption": "COCO's examples.", "name": "fig-x"}, {"caption": "Flickr30k's examples.", "name": "fig-x-2"}]
+    one = {**cell, "outputs": images[:1]}  # one figure drawn: the cell's own caption, the list dropped
+    assert book.captions_on_images_only({"cells": [one]})["cells"][0]["metadata"]["mystnb"]["figure"] == {
+        "caption": "Examples.", "name": "fig-x"}
+    assert cell["metadata"]["mystnb"]["figure"]["captions"] == captions  # the notebook itself is unchanged

@@ -32,6 +32,11 @@ def demo_book_html(demo_book):
     return demo_book.project / "_build" / "html"
 
 
+#: the pages whose findings box must say what the demo's world planted (their models are trained on one)
+FINDINGS_PAGES = {"01a_self_similarity", "01b_markedness", "02b_colorfoil_evaluation", "04b_annotation_and_metrics",
+                  "04c_cads"}
+
+
 @pytest.mark.slow
 def test_demo_book_builds_offline(demo_book):
     project, result, log = demo_book.project, demo_book.result, demo_book.log
@@ -58,6 +63,11 @@ def test_demo_book_builds_offline(demo_book):
         assert "<img" in text, f"{name}: no figure"
         assert not book.code_style_headers(text), f"{name}: headers in code style {book.code_style_headers(text)}"
         assert not book.measure_names_in_cells(text), f"{name}: {book.measure_names_in_cells(text)} in code style"
+        # figures at 150 dpi or more, each numbered once, no caption twice, no table of missing values
+        assert "What you will learn" in text, f"{name}: no learning objectives"
+        if name in FINDINGS_PAGES:
+            assert "Findings: paper vs ours</p>" in text and "The planted truth." in text, f"{name}: no findings box"
+        assert not book.page_problems(text, page), f"{name}: {book.page_problems(text, page)}"
     assert list((html / "_images").glob("*.png")), "no figure images in the book"
 
 

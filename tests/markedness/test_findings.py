@@ -1,12 +1,16 @@
 """The sentences Part I's pages compute from their tables (``markedness.findings``), and the note on a
-text-side WEAT of a model trained in the book, checked on hand-made tables."""
+text-side WEAT of a model trained in the book, checked on hand-made tables; and the claims of the
+"Findings: paper vs ours" box judged from tables whose answer is known."""
 
 import json
 
+import numpy as np
 import pandas as pd
 
 from vlbias import markedness as mk
 from vlbias.markedness import controls
+from vlbias.markedness import findings as mk_findings
+from vlbias.markedness.groups import AGES, RACES
 
 
 def _table(rows):
@@ -60,3 +64,55 @@ def test_the_weat_note_counts_the_words_a_trained_encoder_saw(tmp_path, monkeypa
     assert controls.unseen_words_note("openai/clip-vit-base-patch32", tests) == ""
     (tmp_path / "training.json").write_text(json.dumps({"history": []}))  # trained before words were recorded
     assert controls.unseen_words_note("trained:face-clip", tests) == ""
+
+
+def table(values: dict, width: float) -> pd.DataFrame:
+    return pd.DataFrame({"group": list(values), "unmarked_%": list(values.values()),
+                         "ci_low_%": [v - width for v in values.values()], "ci_high_%": [v + width for v in values.values()]})
+
+
+def flags_with_middle_ages(middle: bool, rest: bool):
+    records = pd.DataFrame({"age": np.repeat(list(AGES), 20)})
+    inside = records["age"].isin(mk_findings.MIDDLE_AGES)
+    return records, pd.DataFrame({"age": np.where(inside, middle, rest)})
+
+
+def test_unmarked_findings_support_contradict_or_cannot_tell_from_the_intervals():
+    races = {race: (40.0 if race == "White" else 10.0) for race in RACES}
+    single = {"race": table(races, 5), "gender": table({"Male": 30.0, "Female": 10.0}, 5)}
+    records, flags = flags_with_middle_ages(True, False)
+    found = mk_findings.unmarked_findings(single, records, flags)
+    assert [f.verdict for f in found] == ["supports"] * 3
+    assert found[0].ours.startswith("White 40.0% [35.0, 45.0]; the highest other")
+    # White below another race beyond the intervals; Female above Male; the young and old unmarked more
+    races["Black"] = 60.0
+    single = {"race": table(races, 5), "gender": table({"Male": 10.0, "Female": 30.0}, 5)}
+    records, flags = flags_with_middle_ages(False, True)
+    assert [f.verdict for f in mk_findings.unmarked_findings(single, records, flags)] == ["contradicts"] * 3
+    # overlapping intervals: no verdict either way
+    single = {"race": table({race: 20.0 + (race == "White") for race in RACES}, 5),
+              "gender": table({"Male": 21.0, "Female": 20.0}, 5)}
+    records = pd.DataFrame({"age": np.repeat(list(AGES), 20)})
+    flags = pd.DataFrame({"age": np.tile([True, False], len(records) // 2)})
+    assert [f.verdict for f in mk_findings.unmarked_findings(single, records, flags)] == ["cannot tell"] * 3
+
+
+def test_self_similarity_findings_put_white_lowest():
+    values = {race: (0.50 if race == "White" else 0.70) for race in RACES}
+    single = {"race": table(values, 0.05).rename(columns={"unmarked_%": "mean", "ci_low_%": "ci_low", "ci_high_%": "ci_high"}),
+              "gender": table({"Female": 0.6, "Male": 0.5}, 0.02).rename(
+                  columns={"unmarked_%": "mean", "ci_low_%": "ci_low", "ci_high_%": "ci_high"})}
+    assert [f.verdict for f in mk_findings.self_similarity_findings(single)] == ["supports", "supports"]
+
+
+def test_the_face_world_plants_the_papers_causes_and_the_control_plants_no_reporting_cause():
+    planted = mk_findings.face_clip_causes("trained:face-clip")
+    assert planted == {"white_unmarked": True, "male_unmarked": True, "middle_unmarked": True, "white_varied": True,
+                       "male_varied": False}
+    control = mk_findings.face_clip_causes("trained:face-clip?uniform_named=0.5")
+    assert not any(control[key] for key in ("white_unmarked", "male_unmarked", "middle_unmarked"))
+    assert control["white_varied"]  # the pictures are the same world's
+    assert mk_findings.face_clip_causes("ViT-B-32/openai") is None
+    assert mk_findings.planted("ViT-B-32/openai", ["white_unmarked"]) == (None, None)
+    text, causes = mk_findings.planted("trained:face-clip?gender_named=0.1", ["male_unmarked", "white_unmarked"])
+    assert causes == [False, True] and "mini-CLIP" in text

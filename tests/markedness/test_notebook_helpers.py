@@ -79,9 +79,11 @@ def test_family_panels_are_as_wide_as_their_labels_and_carry_the_published_point
               for f in ("race", "age", "gender")}
     published = pd.DataFrame({"family": ["age"], "measure": ["m"], "group": ["3-9"], "value": [2.0]})
     fig, axes = mk.plot_family_bars(tables, "v", "lo", "hi", {f: f for f in tables}, "y", published, "m")
-    widths = [ax.get_position().width for ax in axes]
-    assert widths[1] / widths[0] == pytest.approx(9 / 7, rel=0.05) and widths[2] / widths[0] == pytest.approx(2 / 7, rel=0.05)
-    assert [ax.get_ylabel() for ax in axes] == ["y", "", ""]
+    race, age, gender = (ax.get_position() for ax in axes)
+    assert gender.width / race.width == pytest.approx(2 / 7, rel=0.05)  # side by side, each label the same room
+    # age, the widest, has the second row to itself, as wide as race and gender with the gap between them
+    assert (age.x0, age.x1) == pytest.approx((race.x0, gender.x1), abs=1e-6) and age.y1 < race.y0
+    assert [ax.get_ylabel() for ax in axes] == ["y", "y", ""]
     assert [len(ax.patches) for ax in axes] == [7, 9, 2]
     crosses = [line for line in axes[1].lines if line.get_marker() == "x"]
     assert len(crosses) == 1 and crosses[0].get_ydata().tolist() == [2.0]
@@ -96,7 +98,7 @@ def test_plot_across_draws_each_series_values_in_its_familys_panel():
             for k, g in enumerate(mk.LABEL_ORDER[f])]
     fig, axes = mk.plot_across(pd.DataFrame(rows), "value", "model", "y", title="by {family}", ylim=(0, 300))
     assert [ax.get_title() for ax in axes] == [f"by {f}" for f in mk.FAMILIES]
-    assert [ax.get_ylabel() for ax in axes] == ["y", "", ""] and axes[0].get_ylim() == (0, 300)
+    assert [ax.get_ylabel() for ax in axes] == ["y", "", "y"] and axes[0].get_ylim() == (0, 300)  # the first column's
     for j, (ax, family) in enumerate(zip(axes, mk.FAMILIES)):
         labels = list(mk.LABEL_ORDER[family])
         assert [line.get_label() for line in ax.lines] == ["a", "b"]

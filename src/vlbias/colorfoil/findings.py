@@ -103,3 +103,73 @@ def paired_sentence(paired: pd.DataFrame, labels: Mapping[str, str] | None = Non
         text += (f" Zero-width intervals ({names}): the two models are right and wrong on exactly the same pairs, "
                  "so every resample gives the same difference; it is not a precise estimate.")
     return text
+
+
+# --------------------------------------------------------------------------- findings: paper vs ours
+
+def _published_accuracy(published: pd.DataFrame, model: str, foils: int = 1) -> str:
+    rows = published[(published["model"] == model) & (published["measure"] == "accuracy_%") & (published["foils"] == foils)]
+    return ", ".join(f"{row.dataset} {row.value:.1f}%" for row in rows.itertuples()) or "not stated"
+
+
+def paper_findings(chance: pd.DataFrame, paired: pd.DataFrame, kinds: Mapping[str, str], published: pd.DataFrame,
+                   labels: Mapping[str, str] | None = None) -> list:
+    """02b's claims, from its tables: (1) a CLIP-like dual encoder tells a caption from its colour foil
+    well above chance (the first dual encoder of ``chance``, 1 foil); (2) the pairwise matchers (ViLT,
+    BridgeTower) beat the dual encoders (the first matcher against the first dual encoder, paired
+    difference with its bootstrap interval from ``paired``: :func:`vlbias.colorfoil.controls.paired_model_table`).
+    A claim whose models this run lacks is "cannot test"."""
+    from ..findings import Finding, difference_verdict
+
+    labels = labels or {}
+    one = chance[chance["foils"] == 1] if "foils" in chance else chance
+    duals = [spec for spec in one["model"] if kinds.get(spec) == "dual"]
+    matchers = [spec for spec in one["model"] if kinds.get(spec) == "pairwise"]
+    found = []
+    published_clip = _published_accuracy(published, "CLIP")
+    if duals:
+        row = one.set_index("model").loc[duals[0]]
+        verdict = ("supports" if row["ci_low_%"] > row["chance_%"] else "contradicts" if row["ci_high_%"] <= row["chance_%"]
+                   else "cannot tell")
+        found.append(Finding("A CLIP-like dual encoder tells a caption from its colour foil well above chance (1 foil: 50%)",
+                             f"CLIP: {published_clip}",
+                             f"{labels.get(duals[0], duals[0])}: {row['accuracy_%']:.1f}% [{row['ci_low_%']:.1f}, "
+                             f"{row['ci_high_%']:.1f}] of {int(row['n'])} pairs", verdict))
+    else:
+        found.append(Finding("A CLIP-like dual encoder tells a caption from its colour foil well above chance (1 foil: 50%)",
+                             f"CLIP: {published_clip}", "no dual encoder in this run", "cannot test"))
+    claim = "The pairwise matchers (ViLT, BridgeTower) beat the CLIP-like dual encoders"
+    published_matchers = f"ViLT: {_published_accuracy(published, 'ViLT')}; CLIP: {published_clip}"
+    if duals and matchers:
+        a, b = matchers[0], duals[0]
+        rows = paired[((paired["model_a"] == a) & (paired["model_b"] == b)) | ((paired["model_a"] == b) & (paired["model_b"] == a))]
+        row = rows.iloc[0]
+        sign = 1 if row["model_a"] == a else -1
+        difference, low, high = sign * row["difference_pp"], *sorted((sign * row["low_pp"], sign * row["high_pp"]))
+        found.append(Finding(claim, published_matchers,
+                             f"{labels.get(a, a)} minus {labels.get(b, b)}: {difference:+.1f} points [{low:+.1f}, {high:+.1f}] "
+                             f"on the same {int(row['n'])} pairs", difference_verdict(low, high)))
+    else:
+        found.append(Finding(claim, published_matchers, "this run has no pairwise matcher" if duals else
+                             "this run has no dual encoder", "cannot test"))
+    return found
+
+
+def planted(model_specs, kinds: Mapping[str, str]) -> tuple[str | None, list[bool] | None]:
+    """For :func:`vlbias.findings.findings_box` with :func:`paper_findings`: what the caption world plants
+    for its two claims, when the first dual encoder is one trained there (``trained:caption-clip``):
+    the colour words in its captions (claim 1 planted when ``colour_words=1``); no world plants an
+    advantage of the matcher (claim 2). ``(None, None)`` for the papers' models."""
+    from ..models.trained import describe_trained, trained_options
+
+    duals = [spec for spec in model_specs if kinds.get(spec) == "dual"]
+    if not duals or not str(duals[0]).startswith("trained:caption-clip"):
+        return None, None
+    body = str(duals[0]).partition(":")[2]
+    _, options = trained_options(body)
+    matchers = [spec for spec in model_specs if kinds.get(spec) == "pairwise" and str(spec).startswith("trained:")]
+    text = f"The dual encoder: {describe_trained(body)}."
+    if matchers:
+        text += (f" The pairwise matcher: {describe_trained(str(matchers[0]).partition(':')[2])}. The world gives neither "
+                 "kind an advantage by design: which one wins is what their training gave.")
+    return text, [bool(options["colour_words"]), False]

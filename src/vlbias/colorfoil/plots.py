@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 
-def plot_examples(dataset, benchmark: pd.DataFrame, n: int = 6, seed: int = 0, foils: int = 2, columns: int = 3):
+def plot_examples(dataset, benchmark: pd.DataFrame, n: int = 6, seed: int = 0, foils: int = 2, columns: int = 2):
     """A grid of benchmark images, each with its caption (green) and first ``foils`` foils (red)."""
     import matplotlib.pyplot as plt
 
@@ -16,13 +16,13 @@ def plot_examples(dataset, benchmark: pd.DataFrame, n: int = 6, seed: int = 0, f
     rows = np.sort(np.random.default_rng(seed).choice(len(benchmark), size=n, replace=False)) if n else []
     columns = max(1, min(columns, n))
     lines = (foils + 1) * 2
-    fig, axes = plt.subplots(-(-n // columns) or 1, columns, figsize=(4.2 * columns, (3.2 + 0.32 * lines) * (-(-n // columns) or 1)),
+    fig, axes = plt.subplots(-(-n // columns) or 1, columns, figsize=(3.75 * columns, (3.2 + 0.32 * lines) * (-(-n // columns) or 1)),
                              squeeze=False)
     for ax in axes.ravel():
         ax.axis("off")
     for ax, row in zip(axes.ravel(), rows):
         ax.imshow(dataset.image(int(benchmark["image_index"].iat[row])))
-        wrap = lambda text: "\n".join(textwrap.wrap(text, 44))  # noqa: E731
+        wrap = lambda text: "\n".join(textwrap.wrap(text, 40))  # noqa: E731
         ax.set_title(wrap("caption: " + benchmark["caption"].iat[row]), fontsize=9, color="#1a7f37", loc="left")
         text = "\n".join(wrap(f"foil {j + 1}: {foil}") for j, foil in enumerate(benchmark["foils"].iat[row][:foils]))
         ax.text(0, -0.03, text, transform=ax.transAxes, va="top", fontsize=9, color="#b42318")
@@ -32,13 +32,14 @@ def plot_examples(dataset, benchmark: pd.DataFrame, n: int = 6, seed: int = 0, f
 
 def plot_accuracy(table: pd.DataFrame, published_table: pd.DataFrame | None = None, chance: bool = True):
     """Accuracy with its 95% interval per model and number of foils, one panel per data set;
-    published accuracies (matched on ``paper model``) as hollow diamonds."""
+    published accuracies (matched on ``paper model``) as hollow diamonds. Models are named by the
+    table's ``label`` column where it has one (words for a reader), else by their spec."""
     import matplotlib.pyplot as plt
 
     datasets = list(dict.fromkeys(table["dataset"]))
     models = list(dict.fromkeys(table["model"]))
     foil_counts = sorted(table["foils"].unique())
-    fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 0.7 * len(models) + 1.8),
+    fig, axes = plt.subplots(1, len(datasets), figsize=(3.75 * len(datasets), 0.7 * len(models) + 2.6),
                              squeeze=False, sharey=True)
     colours = plt.get_cmap("viridis")(np.linspace(0.1, 0.8, len(foil_counts)))
     for ax, dataset in zip(axes[0], datasets):
@@ -56,23 +57,28 @@ def plot_accuracy(table: pd.DataFrame, published_table: pd.DataFrame | None = No
                            label=f"{k} foil{'s' if k > 1 else ''} (published)")
             if chance:
                 ax.axvline(100 / (k + 1), color=colours[j], linestyle=":", linewidth=1)
-        ax.set_yticks(np.arange(len(models)), models)
-        ax.set(xlim=(0, 100), title=dataset, xlabel="accuracy (%), 95% Wilson interval")
+        names = (table.drop_duplicates("model").set_index("model")["label"].reindex(models)
+                 if "label" in table else pd.Series(models, index=models))
+        ax.set_yticks(np.arange(len(models)), [textwrap.fill(str(name), 22) for name in names])
+        ax.set(xlim=(0, 100), title=dataset)
     axes[0][0].invert_yaxis()
-    axes[0][-1].legend(loc="lower left", fontsize=8, bbox_to_anchor=(1.01, 0))
-    fig.text(0.01, 0.005, "dotted lines: chance, 1/(k+1)", fontsize=8)
-    fig.tight_layout()
+    handles, labels = axes[0][-1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)  # below, at the full width
+    legend_rows = -(-len(labels) // 3)
+    bottom = (0.35 + 0.2 * legend_rows) / fig.get_figheight()
+    fig.supxlabel("accuracy (%), 95% Wilson interval; dotted lines: chance, 1/(k+1)", fontsize=9, y=bottom)
+    fig.tight_layout(rect=(0, bottom + 0.02, 1, 1))
     return fig
 
 
-def plot_confusions(matrices: dict[str, pd.DataFrame], columns: int = 3, vmax: float = 1.0):
+def plot_confusions(matrices: dict[str, pd.DataFrame], columns: int = 2, vmax: float = 1.0):
     """Heat maps of colour error rates (original colour x foil colour), one per model."""
     import matplotlib.pyplot as plt
 
     n = len(matrices)
     columns = max(1, min(columns, n))
     rows = -(-n // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, 4.2 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, columns, figsize=(3.75 * columns, 3.5 * rows), squeeze=False)
     for ax in axes.ravel():
         ax.axis("off")
     image = None

@@ -75,3 +75,147 @@ def across_models_sentence(comparison: pd.DataFrame, family: str, value: str, wh
             parts.append(f"{model}: {top['group']} highest ({_value(top[value], digits, unit)}; lowest "
                          f"{bottom['group']}, {_value(bottom[value], digits, unit)})")
     return f"Highest {what} by {family}, per model: " + "; ".join(parts) + "."
+
+
+# --------------------------------------------------------------------------- findings: paper vs ours
+# The claims of Wolfe and Caliskan (2022) that 01a and 01b test, each with the published numbers
+# (``published``: :func:`vlbias.book.published`'s markedness table) and a verdict from the run's
+# intervals (:mod:`vlbias.findings`).
+
+#: the ages the paper finds left unmarked most (Figure 6: 39.2-57.9%, against under 1% for the
+#: youngest and 6.7% over 70)
+MIDDLE_AGES = ("20-29", "30-39", "40-49", "50-59")
+
+
+def _published_values(published, measure: str, family: str, groups) -> list[float]:
+    if published is None:
+        return []
+    rows = published[(published["measure"] == measure) & (published["family"] == family)
+                     & published["group"].isin(list(groups))]
+    return sorted(set(float(v) for v in rows["value"]))
+
+
+def _span(values: list[float], digits: int, unit: str = "") -> str:
+    if not values:
+        return "not stated"
+    low, high = min(values), max(values)
+    return f"{low:.{digits}f}{unit}" if low == high else f"{low:.{digits}f}-{high:.{digits}f}{unit}"
+
+
+def _extreme_verdict(table: pd.DataFrame, group: str, value: str, low: str, high: str, highest: bool) -> str:
+    """Whether ``group`` lies beyond every other group of ``table`` (above them where ``highest``,
+    else below), by the intervals: supports, contradicts (another group lies beyond it), or cannot tell."""
+    rows = table.set_index("group")
+    one, others = rows.loc[group], rows.drop(index=group)
+    if highest:
+        if one[low] > others[high].max():
+            return "supports"
+        return "contradicts" if (others[low] > one[high]).any() else "cannot tell"
+    if one[high] < others[low].min():
+        return "supports"
+    return "contradicts" if (others[high] < one[low]).any() else "cannot tell"
+
+
+def _interval_text(row, value: str, low: str, high: str, digits: int, unit: str = "") -> str:
+    return f"{row[value]:.{digits}f}{unit} [{row[low]:.{digits}f}, {row[high]:.{digits}f}]"
+
+
+def self_similarity_findings(single: dict[str, pd.DataFrame], published=None, value: str = "mean",
+                             low: str = "ci_low", high: str = "ci_high") -> list:
+    """01a's claims: White images are the least self-similar race (Table 1) and Female images are more
+    self-similar than Male (Table 3), from the per-family tables of the page (``single``)."""
+    from ..findings import Finding, order_verdict
+
+    race, gender = single["race"].set_index("group"), single["gender"].set_index("group")
+    lowest_other = race.drop(index="White")[value].idxmin()
+    published_white = _span(_published_values(published, "self_similarity", "race", ["White"]), 3)
+    published_others = _span(_published_values(published, "self_similarity_min", "race", race.index), 2)
+    female, male = gender.loc["Female"], gender.loc["Male"]
+    return [
+        Finding("White images are the least self-similar of the seven races",
+                f"White {published_white}; Indian, East and Southeast Asian above {published_others}",
+                f"White {_interval_text(race.loc['White'], value, low, high, 3)}; the lowest other, "
+                f"{lowest_other}, {_interval_text(race.loc[lowest_other], value, low, high, 3)}",
+                _extreme_verdict(single["race"], "White", value, low, high, highest=False)),
+        Finding("Female images are more self-similar than Male images",
+                "Female " + _span(_published_values(published, "self_similarity", "gender", ["Female"]), 3)
+                + ", Male " + _span(_published_values(published, "self_similarity", "gender", ["Male"]), 3),
+                f"Female {_interval_text(female, value, low, high, 3)}, Male {_interval_text(male, value, low, high, 3)}",
+                order_verdict((female[low], female[high]), (male[low], male[high]))),
+    ]
+
+
+def unmarked_findings(single: dict[str, pd.DataFrame], records: pd.DataFrame, flags: pd.DataFrame, published=None,
+                      value: str = "unmarked_%", low: str = "ci_low_%", high: str = "ci_high_%") -> list:
+    """01b's claims: White, Male and the middle-aged are left unmarked more often (Figures 4-6). Race
+    and gender from the page's per-group tables (``single``: White above every other race, Male above
+    Female); age pooled, the four middle ages against the rest, as a rate difference with Newcombe's
+    interval from the images' flags (``records``, ``flags``: :func:`unmarked_flags`)."""
+    from ..findings import Finding, difference_verdict, order_verdict
+    from ..stats import rate_difference_interval
+
+    race, gender = single["race"].set_index("group"), single["gender"].set_index("group")
+    highest_other = race.drop(index="White")[value].idxmax()
+    others_max = _published_values(published, "unmarked_rate_max", "race", race.index)
+    male, female = gender.loc["Male"], gender.loc["Female"]
+    inside = records["age"].isin(MIDDLE_AGES).to_numpy()
+    unmarked = flags["age"].to_numpy().astype(bool)
+    difference, diff_low, diff_high = rate_difference_interval(
+        int(unmarked[inside].sum()), int(inside.sum()), int(unmarked[~inside].sum()), int((~inside).sum()))
+    middle = _published_values(published, "unmarked_rate", "age", MIDDLE_AGES)
+    return [
+        Finding("White images are left unmarked by race labels more often than every other race's",
+                f"White {_span(_published_values(published, 'unmarked_rate', 'race', ['White']), 1, '%')}; "
+                f"every other race under {max(others_max) if others_max else 'a stated bound'}%",
+                f"White {_interval_text(race.loc['White'], value, low, high, 1, '%')}; the highest other, "
+                f"{highest_other}, {_interval_text(race.loc[highest_other], value, low, high, 1, '%')}",
+                _extreme_verdict(single["race"], "White", value, low, high, highest=True)),
+        Finding("Male images are left unmarked by gender labels more often than Female images",
+                "Male " + _span(_published_values(published, "unmarked_rate", "gender", ["Male"]), 1, "%")
+                + ", Female " + _span(_published_values(published, "unmarked_rate", "gender", ["Female"]), 1, "%"),
+                f"Male {_interval_text(male, value, low, high, 1, '%')}, "
+                f"Female {_interval_text(female, value, low, high, 1, '%')}",
+                order_verdict((male[low], male[high]), (female[low], female[high]))),
+        Finding("The middle-aged (20-59) are left unmarked by age labels more often than the young and old",
+                f"20-59: {_span(middle, 1, '%')}; over 70: "
+                + _span(_published_values(published, "unmarked_rate", "age", ["more than 70"]), 1, "%")
+                + "; under 10: below 1%",
+                f"20-59 minus the rest, pooled: {100 * difference:+.1f} points [{100 * diff_low:+.1f}, {100 * diff_high:+.1f}]",
+                difference_verdict(diff_low, diff_high)),
+    ]
+
+
+def face_clip_causes(spec: str) -> dict[str, bool] | None:
+    """Which of Part I's claims ``spec``'s world plants a cause for (``trained:face-clip`` only; None
+    for any other model, the papers' own): ``white_unmarked``, ``male_unmarked``, ``middle_unmarked``
+    (captions name that group less often than the rest), ``white_varied`` (White pictures vary more
+    than the others) and ``male_varied`` (Male pictures vary more)."""
+    from ..models.trained import trained_options
+
+    if not str(spec).startswith("trained:face-clip"):
+        return None
+    _, options = trained_options(str(spec).partition(":")[2])
+    uniform = options["uniform_named"] != -1.0
+    return {
+        "white_unmarked": not uniform and options["default_race"] == "White"
+        and options["default_race_named"] < options["race_named"],
+        "male_unmarked": not uniform and options["default_gender"] == "Male"
+        and options["default_gender_named"] < options["gender_named"],
+        "middle_unmarked": not uniform and set(options["default_ages"].split(",")) == set(MIDDLE_AGES)
+        and options["default_age_named"] < options["age_named"],
+        "white_varied": options["world_varied_race"] == "White"
+        and options["world_varied_race_variety"] > options["world_variety"],
+        "male_varied": options["world_varied_gender"] == "Male" and options["world_gender_extra_variety"] > 0,
+    }
+
+
+def planted(model_spec: str, keys: list[str]) -> tuple[str | None, list[bool] | None]:
+    """For :func:`vlbias.findings.findings_box`: what ``model_spec``'s world plants, in words, and for
+    each of ``keys`` (:func:`face_clip_causes`) whether it plants that cause; ``(None, None)`` for a
+    model not trained on the face world (the papers' own)."""
+    from ..models.trained import describe_trained
+
+    causes = face_clip_causes(model_spec)
+    if causes is None:
+        return None, None
+    return f"The model: {describe_trained(str(model_spec).partition(':')[2])}.", [causes[key] for key in keys]

@@ -61,12 +61,32 @@ def plot_bars(table: pd.DataFrame, key: str, value: str, low: str, high: str, ax
     return ax
 
 
-def _family_panels(families, figsize, sharey=True, widths=True):
+def _family_panels(families, figsize=None, sharey=True, widths=True):
+    """``(fig, axes)``: one panel per family (``axes`` in the order of ``families``), at most two a row at
+    the book's content width. With ``widths``, panel widths follow the number of labels, so every bar
+    gets the same room: of three families the one with the most labels gets the second row to itself,
+    as wide as the two above it (race 7 and gender 2 above age 9); without, a third sits below the first."""
     import matplotlib.pyplot as plt
 
-    # panel widths follow the number of labels, so every bar or point gets the same room
-    gridspec = {"width_ratios": [len(LABEL_ORDER[f]) for f in families]} if widths else None
-    return plt.subplots(1, len(families), figsize=figsize, gridspec_kw=gridspec, sharey=sharey)
+    from ..book import CONTENT_WIDTH_INCHES
+
+    families = list(families)
+    if widths and len(families) == 3:
+        widest = max(families, key=lambda f: len(LABEL_ORDER[f]))
+        top = [f for f in families if f != widest]
+        rows = [top, [widest, widest]]
+    else:
+        rows = [families[i:i + 2] for i in range(0, len(families), 2)]
+        if len(families) > 1 and len(rows[-1]) == 1:
+            rows[-1] = rows[-1] * 2 if widths else [rows[-1][0], "."]
+    ratios = [len(LABEL_ORDER[f]) for f in rows[0]] if widths and len(rows[0]) == 2 else None
+    fig, named = plt.subplot_mosaic(rows, figsize=figsize or (CONTENT_WIDTH_INCHES, 3.3 * len(rows)),
+                                    width_ratios=ratios, sharey=sharey)
+    return fig, [named[family] for family in families]
+
+
+def _first_column(ax) -> bool:
+    return ax.get_subplotspec().is_first_col()
 
 
 def _published_points(published: pd.DataFrame | None, family: str, measure: str):
@@ -77,7 +97,7 @@ def _published_points(published: pd.DataFrame | None, family: str, measure: str)
 
 def plot_family_bars(tables: dict[str, pd.DataFrame], value: str, low: str, high: str, titles: dict[str, str],
                      ylabel: str, published: pd.DataFrame | None = None, measure: str = "",
-                     figsize=(13, 4)):
+                     figsize=None):
     """One :func:`plot_bars` panel per family (``tables``: family -> its groups' table, in panel order),
     the paper's ``measure`` of that family as crosses; only the first panel carries ``ylabel``.
 
@@ -86,14 +106,14 @@ def plot_family_bars(tables: dict[str, pd.DataFrame], value: str, low: str, high
     """
     fig, axes = _family_panels(list(tables), figsize)
     for index, (ax, (family, table)) in enumerate(zip(axes, tables.items())):
-        plot_bars(table, "group", value, low, high, ax=ax, title=titles[family], ylabel=ylabel if index == 0 else "",
+        plot_bars(table, "group", value, low, high, ax=ax, title=titles[family], ylabel=ylabel if _first_column(ax) else "",
                   published=_published_points(published, family, measure))
     return fig, axes
 
 
 def plot_families_by_age(tables: dict[str, pd.DataFrame], value: str, low: str, high: str, hue: str | list[str],
                          titles: dict[str, str], ylabel: str, published: pd.DataFrame | None = None,
-                         measure: str = "", figsize=(13, 4.2)):
+                         measure: str = "", figsize=None):
     """One :func:`plot_by_age` panel per family's labels (``tables``: family -> table, in panel order).
 
     Defined for ``01b_markedness`` (Figures 7-11: the same groups measured on each family's labels).
@@ -107,7 +127,7 @@ def plot_families_by_age(tables: dict[str, pd.DataFrame], value: str, low: str, 
 
 
 def plot_across(table: pd.DataFrame, value: str, series: str, ylabel: str, title: str = "{family}",
-                ylim=None, figsize=(13, 4)):
+                ylim=None, figsize=None):
     """One panel per family (race, gender, age): ``value`` per group, one line per ``series`` value
     (a model, a prompt prefix), in the table's order. ``title`` is formatted with ``family``.
 
@@ -119,7 +139,7 @@ def plot_across(table: pd.DataFrame, value: str, series: str, ylabel: str, title
         part = table[table["family"] == family]
         for name, rows in part.groupby(series, sort=False):
             ax.plot(rows["group"].astype(str), rows[value], marker="o", label=name)
-        ax.set(title=title.format(family=family), ylabel=ylabel if family == FAMILIES[0] else "")
+        ax.set(title=title.format(family=family), ylabel=ylabel if _first_column(ax) else "")
         if ylim is not None:
             ax.set(ylim=ylim)
         ax.tick_params(axis="x", rotation=60)
@@ -140,10 +160,11 @@ def plot_unmarked_by_reporting_gap(result: dict, family: str = "colour", axes=No
     the colours (right) against the reporting gap, with their intervals; the uniform-reporting
     control as open markers, drawn a little to the left. ``result``:
     :func:`vlbias.markedness.controlled.reporting_experiment`'s."""
-    import matplotlib.pyplot as plt
 
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+        from ..book import panels
+
+        _, axes = panels(2, row_height=3.6)
     for colour, rows in result["rates"].groupby(family, sort=False):
         _sweep_and_control(axes[0], rows, "unmarked_%", "ci_low_%", "ci_high_%", colour, f"{colour} pictures")
     axes[0].set(xlabel="reporting gap (P named, other colour − P named, default colour)", ylabel="unmarked %",

@@ -207,10 +207,10 @@ def plot_generated_vs_planted(results: Mapping[str, dict], runs: Sequence[str], 
 
 def plot_grid_measures(grid: pd.DataFrame, x: str, axes=None, measures: Sequence[str] = ("slope", "rho", "diversity")):
     """Each measure of a :func:`sampler_grid` table against the column ``x``, with bootstrap intervals where given."""
-    import matplotlib.pyplot as plt
+    from ..book import axis_label, panels
 
     if axes is None:
-        _, axes = plt.subplots(1, len(measures), figsize=(3.6 * len(measures), 3.2))
+        _, axes = panels(len(measures))
     for ax, measure in zip(np.atleast_1d(axes), measures):
         values = grid[measure]
         if f"{measure} low" in grid:
@@ -220,5 +220,5 @@ def plot_grid_measures(grid: pd.DataFrame, x: str, axes=None, measures: Sequence
             ax.plot(grid[x], values, "o-")
         if measure == "slope":
             ax.axhline(1, color="grey", lw=0.8, ls="--")
-        ax.set(xlabel=x, ylabel=measure)
+        ax.set(xlabel=axis_label(x), ylabel=axis_label(measure))
     return axes

@@ -53,7 +53,7 @@ def explain_profession_diffusion(share_scale: float, source_cases: int, seed: in
     planted = ("red (playing 'female') planted at each profession's labour-statistics female share"
                if share_scale == 1 else "every profession half red: the uniform control" if share_scale == 0 else
                f"red (playing 'female') planted at 0.5 + {share_scale:g} x (labour share - 0.5)")
-    return (f"a {image_size}-px diffusion model trained here ({steps} steps of {batch_size} pictures, seed {seed}) on {train_per_kind} "
+    return (f"a diffusion model of {image_size}×{image_size}-pixel pictures trained here ({steps} steps of {batch_size} pictures, seed {seed}) on {train_per_kind} "
             f"pictures per profession, each profession drawn as one shape and captioned with its prompt, never "
             f"the colour; {planted}")
 

@@ -1,0 +1,89 @@
+"""Part IV's "Findings: paper vs ours" (:mod:`vlbias.findings`): the source text's claims on its
+model's occupational gender bias, judged from this run's bootstrap intervals."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+#: the model whose numbers the source text publishes for plain sampling (SD 1.4)
+SOURCE_MODEL = "CompVis/stable-diffusion-v1-4"
+
+
+def _published(published: pd.DataFrame, measure: str, model: str = "SD 1.4", sampler: str = "plain") -> float:
+    rows = published[(published["measure"] == measure) & (published["model"] == model) & (published["sampler"] == sampler)]
+    return float(rows["value"].iloc[0])
+
+
+def bias_findings(scores: pd.DataFrame, t2i_spec: str, published: pd.DataFrame) -> list:
+    """04b's claims: the generated shares of women rank the professions as the labour statistics do
+    (Spearman's ρ above 0), and SD 1.4's VRBS and ρ are the published ones (testable only when
+    ``t2i_spec`` is SD 1.4). ``scores``: :func:`vlbias.t2i.bias.bootstrap_bias_scores` (rows ``VRBS`` and
+    ``spearman_rho``; columns ``estimate``, ``ci_low``, ``ci_high``); ``published``:
+    :func:`vlbias.t2i.bias.published_scores`."""
+    from ..findings import Finding, difference_verdict
+
+    rho, vrbs = scores.loc["spearman_rho"], scores.loc["VRBS"]
+    published_rho, published_vrbs = _published(published, "spearman_rho"), _published(published, "vrbs")
+
+    def interval(row) -> str:
+        return f"{row['estimate']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
+
+    if t2i_spec == SOURCE_MODEL:
+        inside = [row["ci_low"] <= value <= row["ci_high"] for row, value in ((vrbs, published_vrbs), (rho, published_rho))]
+        replication = Finding("SD 1.4's VRBS and ρ are the published ones", f"VRBS {published_vrbs:.2f}, ρ {published_rho:.2f}",
+                              f"VRBS {interval(vrbs)}, ρ {interval(rho)}",
+                              "supports" if all(inside) else "contradicts")
+    else:
+        replication = Finding("SD 1.4's VRBS and ρ are the published ones", f"VRBS {published_vrbs:.2f}, ρ {published_rho:.2f}",
+                              f"this run's model is {t2i_spec}, not SD 1.4 (VRBS {interval(vrbs)}, ρ {interval(rho)})",
+                              "cannot test")
+    return [Finding("The generated shares of women rank the professions as labour statistics do (Spearman's ρ > 0)",
+                    f"ρ = {published_rho:.2f} (SD 1.4)", f"ρ = {interval(rho)}",
+                    difference_verdict(rho["ci_low"], rho["ci_high"])),
+            replication]
+
+
+def planted(t2i_spec: str) -> tuple[str | None, list[bool] | None]:
+    """For :func:`vlbias.findings.findings_box` with :func:`bias_findings`: what ``t2i_spec``'s world
+    plants, in words, and whether it plants each claim's cause (``trained:profession-diffusion`` plants
+    the ranking when its ``share_scale`` is above 0; no world plants the published numbers); ``(None,
+    None)`` for any other model."""
+    from ..models.trained import describe_trained, trained_options
+
+    if not str(t2i_spec).startswith("trained:profession-diffusion"):
+        return None, None
+    body = str(t2i_spec).partition(":")[2]
+    _, options = trained_options(body)
+    return f"The model: {describe_trained(body)}.", [options["share_scale"] > 0, False]
+
+
+def cads_findings(cads_table: pd.DataFrame, published: pd.DataFrame) -> list:
+    """04c's claim: CADS raises VRBS (SD 1.4 0.68 to 0.73, SD 2.1 0.71 to 0.73), judged from the paired
+    change with its bootstrap interval for each model of ``cads_table``
+    (:func:`vlbias.t2i.compare.cads_beside_published`) that stands for a source model; "cannot test"
+    where none does."""
+    from ..findings import Finding, difference_verdict
+
+    claim = "CADS raises VRBS (moves the generated shares towards the labour statistics)"
+    stated = published[published["measure"] == "vrbs"].pivot_table(index="model", columns="sampler", values="value")
+    said = "; ".join(f"{model}: {row['plain']:.2f} to {row['CADS']:.2f}" for model, row in stated.iterrows()
+                     if {"plain", "CADS"} <= set(row.index))
+    rows = cads_table[cads_table["source name"].astype(str) != ""]
+    if rows.empty:
+        return [Finding(claim, said, "no model of this run stands for one the source ran CADS on", "cannot test")]
+    return [Finding(f"{claim}: {row['source name']}", said,
+                    f"{model}: {row['VRBS plain']:.3f} to {row['VRBS CADS']:.3f}, change {row['change']:+.3f} "
+                    f"[{row['change low']:+.3f}, {row['change high']:+.3f}]",
+                    difference_verdict(row["change low"], row["change high"]))
+            for model, row in rows.iterrows()]
+
+
+def cads_planted(specs) -> tuple[str | None, list[bool] | None]:
+    """For :func:`cads_findings` on ``trained:profession-diffusion`` models: what the world plants (the
+    labour shares), and that it plants no effect of CADS on VRBS; ``(None, None)`` for the source's models."""
+    trained = [spec for spec in specs if str(spec).startswith("trained:profession-diffusion")]
+    if not trained or len(trained) != len(list(specs)):
+        return None, None
+    text, _ = planted(trained[0])
+    return (text + " Nothing in the world sets what CADS does to VRBS: the verdict is what sampling gave.",
+            [False] * len(trained))

@@ -1,0 +1,49 @@
+"""Part IV's findings box (``vlbias.t2i.findings``): the source text's claims judged from bootstrap
+intervals whose answer is known."""
+
+import pandas as pd
+
+from vlbias.t2i import bias as t2i_bias
+from vlbias.t2i import findings as t2i_findings
+
+
+def scores(rho: tuple[float, float, float], vrbs: tuple[float, float, float]) -> pd.DataFrame:
+    return pd.DataFrame([vrbs, rho], index=pd.Index(["VRBS", "spearman_rho"], name="measure"),
+                        columns=["estimate", "ci_low", "ci_high"])
+
+
+def test_rho_above_zero_supports_the_ranking_claim_and_only_sd_14_tests_the_published_numbers():
+    published = t2i_bias.published_scores()
+    found = t2i_findings.bias_findings(scores((0.6, 0.4, 0.8), (0.7, 0.6, 0.8)), "trained:profession-diffusion", published)
+    assert [f.verdict for f in found] == ["supports", "cannot test"]
+    assert "not SD 1.4" in found[1].ours and found[0].published == "ρ = 0.72 (SD 1.4)"
+    assert t2i_findings.bias_findings(scores((-0.5, -0.7, -0.2), (0.7, 0.6, 0.8)), "x", published)[0].verdict == "contradicts"
+    assert t2i_findings.bias_findings(scores((0.1, -0.1, 0.3), (0.7, 0.6, 0.8)), "x", published)[0].verdict == "cannot tell"
+    source = t2i_findings.SOURCE_MODEL
+    # the published VRBS 0.68 and rho 0.72 inside the intervals, then the VRBS outside
+    assert t2i_findings.bias_findings(scores((0.7, 0.6, 0.8), (0.7, 0.6, 0.8)), source, published)[1].verdict == "supports"
+    assert t2i_findings.bias_findings(scores((0.7, 0.6, 0.8), (0.9, 0.85, 0.95)), source, published)[1].verdict == "contradicts"
+
+
+def test_the_profession_world_plants_the_ranking_and_its_control_does_not():
+    text, causes = t2i_findings.planted("trained:profession-diffusion")
+    assert causes == [True, False] and "planted at each profession's labour-statistics female share" in text
+    assert t2i_findings.planted("trained:profession-diffusion?share_scale=0")[1] == [False, False]
+    assert t2i_findings.planted(t2i_findings.SOURCE_MODEL) == (None, None)
+
+
+def test_cads_findings_read_the_paired_change_of_each_model_the_source_ran():
+    published = t2i_bias.published_scores()
+    table = pd.DataFrame({"source name": ["SD 1.4", ""], "VRBS plain": [0.70, 0.6], "VRBS CADS": [0.75, 0.6],
+                          "change": [0.05, 0.0], "change low": [0.01, -0.1], "change high": [0.09, 0.1]},
+                         index=pd.Index(["a", "b"], name="model"))
+    found = t2i_findings.cads_findings(table, published)
+    assert len(found) == 1 and found[0].verdict == "supports"  # b stands for no source model
+    assert found[0].published == "SD 1.4: 0.68 to 0.73; SD 2.1: 0.71 to 0.73"
+    assert found[0].ours == "a: 0.700 to 0.750, change +0.050 [+0.010, +0.090]"
+    table.loc["a", ["change low", "change high"]] = [-0.09, -0.01]
+    assert t2i_findings.cads_findings(table, published)[0].verdict == "contradicts"
+    assert t2i_findings.cads_findings(table.iloc[1:], published)[0].verdict == "cannot test"
+    text, causes = t2i_findings.cads_planted(["trained:profession-diffusion"])
+    assert causes == [False] and "Nothing in the world sets what CADS does" in text
+    assert t2i_findings.cads_planted([t2i_findings.SOURCE_MODEL]) == (None, None)
