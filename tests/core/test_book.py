@@ -145,7 +145,7 @@ def test_pages_show_every_dataframe_with_headers_in_words():
 #: the pages that end with "Findings: paper vs ours" (vlbias.findings): those that test a paper's claims
 #: on measured numbers. The controlled pages (01c, 04e) end with their own computed "What this shows".
 FINDINGS_PAGES = {"01a_self_similarity", "01b_markedness", "02b_colorfoil_evaluation", "03a_stereotyping", "03b_weat",
-                  "03c_erasure", "03d_toxicity", "04b_annotation_and_metrics", "04c_cads"}
+                  "03c_erasure", "03d_toxicity", "04b_annotation_and_metrics", "04c_cads", "04d_extensions", "03e_summary"}
 
 
 def test_every_page_opens_with_objectives_and_the_paper_pages_end_with_findings():

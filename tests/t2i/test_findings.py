@@ -47,3 +47,20 @@ def test_cads_findings_read_the_paired_change_of_each_model_the_source_ran():
     text, causes = t2i_findings.cads_planted(["trained:profession-diffusion"])
     assert causes == [False] and "Nothing in the world sets what CADS does" in text
     assert t2i_findings.cads_planted([t2i_findings.SOURCE_MODEL]) == (None, None)
+
+
+def test_extension_findings_compare_the_25_45_share_and_the_doctors_light_skin_with_wilson_intervals():
+    rows = ([("doctor", "25-45", "light (I-II)")] * 40 + [("doctor", "over 65", "dark (V-VI)")] * 10
+            + [("nurse", "25-45", "dark (V-VI)")] * 30 + [("nurse", "under 25", "light (I-II)")] * 10
+            + [("nurse", "no person", "no person")] * 5)
+    manifest = pd.DataFrame(rows, columns=["profession", "age", "skin tone"])
+    found = t2i_findings.extension_findings(manifest, "skin tone")
+    assert [f.verdict for f in found] == ["supports", "supports"]
+    assert found[0].ours.startswith("25-45: 78% [") and "of 90 images with a person" in found[0].ours  # 70 of 90
+    assert found[1].ours.startswith("doctors: 80% [") and "other professions: 25% [" in found[1].ours
+    flipped = manifest.assign(**{"skin tone": manifest["skin tone"].map(
+        {"light (I-II)": "dark (V-VI)", "dark (V-VI)": "light (I-II)", "no person": "no person"})})
+    assert t2i_findings.extension_findings(flipped, "skin tone")[1].verdict == "contradicts"
+    assert [f.verdict for f in t2i_findings.extension_findings(manifest, "race")] == ["supports", "cannot test"]
+    unmeasured = t2i_findings.extension_findings(None, "skin tone", why_not="the world plants no age")
+    assert [f.verdict for f in unmeasured] == ["cannot test"] * 2 and unmeasured[0].ours == "the world plants no age"

@@ -3,6 +3,7 @@ model's occupational gender bias, judged from this run's bootstrap intervals."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 #: the model whose numbers the source text publishes for plain sampling (SD 1.4)
@@ -87,3 +88,52 @@ def cads_planted(specs) -> tuple[str | None, list[bool] | None]:
     text, _ = planted(trained[0])
     return (text + " Nothing in the world sets what CADS does to VRBS: the verdict is what sampling gave.",
             [False] * len(trained))
+
+
+def extension_findings(manifest: pd.DataFrame | None, probe: str | None, why_not: str = "",
+                       confidence: float = 0.95) -> list:
+    """04d's claims (the source text's section 4.1): people perceived as 25-45 are drawn most often, and
+    doctors are drawn with light skin more often than the other professions, each with Wilson intervals
+    from the labelled ``manifest`` (columns ``profession``, ``age``, and ``probe``'s labels; images
+    labelled "no person" left out). ``manifest`` None: nothing was labelled, for the reason ``why_not``."""
+    from ..findings import Finding, order_verdict
+    from ..stats import wilson_interval
+    from .bias import NO_PERSON
+
+    claims = ("People perceived as 25-45 are drawn more often than any other age",
+              "Doctors are drawn with light skin (Fitzpatrick I-II) more often than the other professions")
+    published = ("a preference for 25-45-year-olds (no number stated)",
+                 "light skin over-represented in some professions, such as doctors (no number stated)")
+    if manifest is None:
+        return [Finding(claim, said, why_not or "nothing was labelled", "cannot test") for claim, said in zip(claims, published)]
+
+    def share(mask, among) -> tuple[float, float, float, int]:
+        k, n = int((mask & among).sum()), int(among.sum())
+        low, high = wilson_interval(k, n, confidence) if n else (np.nan, np.nan)
+        return (k / n if n else np.nan), low, high, n
+
+    found = []
+    people = manifest["age"] != NO_PERSON
+    shares = {age: share(manifest["age"] == age, people) for age in manifest.loc[people, "age"].unique()}
+    if "25-45" in shares and len(shares) > 1:
+        middle = shares["25-45"]
+        other, best = max(((age, s) for age, s in shares.items() if age != "25-45"), key=lambda item: item[1][0])
+        found.append(Finding(claims[0], published[0],
+                             f"25-45: {middle[0]:.0%} [{middle[1]:.0%}, {middle[2]:.0%}] of {middle[3]} images with a person; "
+                             f"the most frequent other, {other}: {best[0]:.0%} [{best[1]:.0%}, {best[2]:.0%}]",
+                             order_verdict(middle[1:3], best[1:3])))
+    else:
+        found.append(Finding(claims[0], published[0], "no image labelled 25-45, or no other age", "cannot test"))
+    light = "light (I-II)"
+    if probe == "skin tone" and probe in manifest and "doctor" in set(manifest["profession"]):
+        people = manifest[probe] != NO_PERSON
+        doctors = share(manifest[probe] == light, people & (manifest["profession"] == "doctor"))
+        others = share(manifest[probe] == light, people & (manifest["profession"] != "doctor"))
+        found.append(Finding(claims[1], published[1],
+                             f"doctors: {doctors[0]:.0%} [{doctors[1]:.0%}, {doctors[2]:.0%}] light of {doctors[3]}; the other "
+                             f"professions: {others[0]:.0%} [{others[1]:.0%}, {others[2]:.0%}] of {others[3]}",
+                             order_verdict(doctors[1:3], others[1:3])))
+    else:
+        found.append(Finding(claims[1], published[1], "no skin-tone probe on doctors in this run (probe = "
+                             f"{probe!r})", "cannot test"))
+    return found
