@@ -7,7 +7,8 @@ displays goes through it. What it changes is the display only; the DataFrame kee
 
 - **Numbers.** A float column whose values are all whole numbers (counts kept as floats, "50.000000"
   for a chance level) is written as integers; any other float column with the fewest decimals, up to
-  four, that write its values exactly (a column rounded to 3 places shows 3), else three. A one-column
+  six, that write its values exactly (a column rounded to 3 places shows 3), else three, or two
+  significant digits for a number too small for three (6.0e-05). A one-column
   table of mixed quantities (a summary, "images 180.000" above "kappa 0.734") is decided row by row.
   Formats a page gave its Styler are kept, except that whole numbers are never given decimals.
 - **Index.** pandas' row numbers (an unnamed integer index, sorted or filtered or not) are hidden; a named
@@ -34,19 +35,22 @@ LONG_TABLE_ROWS = 30
 MOST_SHOWN_ROWS = 300
 #: what a missing value (NaN, None) shows as
 MISSING = "–"
+#: a text longer than this (a model spec, a prompt) may break after ? & = / , _ : on the page
+LONG_WORD = 18
+_BREAK_AFTER = re.compile(r"([?&=/,_:])")
 #: the most decimals a number is written with when its column carries no rounding of its own
 DEFAULT_DECIMALS = 3
 
 TABLE_CSS = [
-    {"selector": "", "props": "border-collapse: collapse; margin: 0.4em 0 1.2em; font-size: 0.9em;"},
-    {"selector": "th, td", "props": "padding: 0.3em 0.8em; border-bottom: 1px solid #dde1e6; text-align: left;"},
+    {"selector": "", "props": "border-collapse: collapse; margin: 0.4em 0 1.2em; font-size: 0.85em;"},
+    {"selector": "th, td", "props": "padding: 0.3em 0.45em; border-bottom: 1px solid #dde1e6; text-align: left;"},
     {"selector": "thead th", "props": "border-bottom: 2px solid #8a9099; vertical-align: bottom;"},
     {"selector": "caption", "props": "caption-side: top; text-align: left; font-weight: 600; padding: 0 0 0.4em;"},
 ]
 NUMBER_CSS = "text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap;"
 
 
-def decimals_needed(values, most: int = 4) -> int | None:
+def decimals_needed(values, most: int = 6) -> int | None:
     """The fewest decimals, 0 to ``most``, that write every finite value of ``values`` exactly (as a
     column rounded to that many places is written); None when more are needed, or none is finite."""
     numbers = np.asarray(pd.to_numeric(pd.Series(values), errors="coerce"), dtype=float)
@@ -59,15 +63,31 @@ def decimals_needed(values, most: int = 4) -> int | None:
     return None
 
 
-def number_format(decimals: int):
-    """A cell formatter: ``decimals`` places, "–" for a missing value, anything else as it is."""
+def number_format(decimals: int | None):
+    """A cell formatter: ``decimals`` places, "–" for a missing value, anything else as it is. ``None``
+    (values not rounded by the page): three places, and two significant digits for a number too small to
+    show in three (a p-value of 6e-05 is not "0.000")."""
     def format_cell(value):
         if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
             return MISSING
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
             return html.escape(str(value))
+        if decimals is None:
+            return f"{value:.{DEFAULT_DECIMALS}f}" if value == 0 or abs(value) >= 0.0005 else f"{value:.1e}"
         return f"{value:.{decimals}f}"
     return format_cell
+
+
+def breakable(value) -> str:
+    """``value`` as HTML text, with a break opportunity (``<wbr>``) after each ? & = / , _ : of a word
+    longer than :data:`LONG_WORD` characters, so that a model spec in a table wraps instead of widening it."""
+    def word_html(word: str) -> str:
+        if len(word) <= LONG_WORD:
+            return html.escape(word)
+        return "".join(html.escape(part) + ("<wbr>" if _BREAK_AFTER.fullmatch(part) else "")
+                       for part in _BREAK_AFTER.split(word))
+
+    return " ".join(word_html(word) for word in str(value).split(" "))
 
 
 def _is_float(series: pd.Series) -> bool:
@@ -99,21 +119,27 @@ def book_style(table: pd.DataFrame | Styler) -> Styler:
     numbers = []  # the columns of numbers, right-aligned (by position: labels need not be unique)
     for position, column in enumerate(data.columns):
         series = data.iloc[:, position]
-        if not _is_number(series) and series.dtype != object:
+        text_like = series.dtype == object or pd.api.types.is_string_dtype(series.dtype)
+        if not _is_number(series) and not text_like:
             continue
         numeric = pd.to_numeric(series, errors="coerce")
-        if series.dtype == object and numeric.notna().sum() < series.notna().sum():
-            continue  # text, or text and numbers: left as the page wrote it
+        if text_like and numeric.notna().sum() < series.notna().sum():
+            # text: long words may break (cells the page formatted itself are left as they are)
+            if series.astype(str).str.len().max() > LONG_WORD:
+                for row in range(len(data)):
+                    if (row, position) not in own and isinstance(series.iloc[row], str):
+                        styler._display_funcs[(row, position)] = breakable
+            continue
         if rows_by_row:  # one column of mixed quantities: each row its own precision
             for row in range(len(data)):
                 decimals = decimals_needed([numeric.iloc[row]])
-                _format(styler, own, [row], position, DEFAULT_DECIMALS if decimals is None else decimals,
-                        keep_own=decimals != 0)
+                _format(styler, own, [row], position, decimals, keep_own=decimals != 0)
         else:
-            decimals = 0 if not _is_float(series) and series.dtype != object else decimals_needed(numeric)
-            _format(styler, own, range(len(data)), position, DEFAULT_DECIMALS if decimals is None else decimals,
-                    keep_own=decimals != 0)
+            decimals = 0 if not _is_float(series) and not text_like else decimals_needed(numeric)
+            _format(styler, own, range(len(data)), position, decimals, keep_own=decimals != 0)
         numbers.append(position)
+    if any(len(str(label)) > LONG_WORD for entry in data.index for label in (entry if isinstance(entry, tuple) else (entry,))):
+        styler.format_index(lambda label: breakable(label) if isinstance(label, str) else label, axis="index")
     # hidden unless the columns' level names need the index's header cells to show in
     if (_default_index(data.index) and not any(getattr(styler, "hide_index_", [False]))
             and not any(name is not None for name in data.columns.names)):
@@ -123,7 +149,7 @@ def book_style(table: pd.DataFrame | Styler) -> Styler:
     return styler
 
 
-def _format(styler: Styler, own: set, rows, column: int, decimals: int, keep_own: bool) -> None:
+def _format(styler: Styler, own: set, rows, column: int, decimals: int | None, keep_own: bool) -> None:
     """Give the cells of ``rows`` in ``column`` ``decimals`` places, except those the page formatted
     itself (``keep_own``); whole numbers (``decimals`` 0) are written as whole numbers regardless."""
     formatter = number_format(decimals)
@@ -149,12 +175,16 @@ def _file_name(caption: str | None) -> str:
 def table_html(table: pd.DataFrame | Styler) -> str:
     """The HTML a page shows for ``table``: the book's style (:func:`book_style`), headers in words, and
     a table of more than :data:`LONG_TABLE_ROWS` rows folded into a dropdown with a CSV download."""
-    from .book import styler_in_words
+    from .book import column_in_words, styler_in_words
 
     full = table.data if isinstance(table, Styler) else table
     if len(full) > MOST_SHOWN_ROWS:  # the page shows the first rows; the CSV holds them all
         table = _head(table, MOST_SHOWN_ROWS)
     styled = styler_in_words(book_style(table))
+    if any(len(str(label)) > LONG_WORD for entry in styled.data.columns for label in (entry if isinstance(entry, tuple) else (entry,))):
+        # headers in words, and long ones may break (a model spec as a column)
+        styled.format_index(lambda label: breakable(column_in_words(label)) if isinstance(label, str) else label,
+                            axis="columns")
     body = styled.to_html()
     if len(full) <= LONG_TABLE_ROWS:
         return body

@@ -79,7 +79,17 @@ INSPECT = """(async () => {
     solutions: document.querySelectorAll("div.solution").length,
     launch: [...document.querySelectorAll("a")].map(a => a.href)
               .filter(h => h.includes("colab.research.google.com") || h.includes("mybinder.org")),
-    downloads: [...document.querySelectorAll("a")].map(a => a.href).filter(h => h.endsWith(".ipynb"))
+    downloads: [...document.querySelectorAll("a")].map(a => a.href).filter(h => h.endsWith(".ipynb")),
+    // tables and figures whose right edge passes the content column's (the page is 1400 px wide)
+    overflowing: (() => {
+      const article = document.querySelector("article.bd-article") || main;
+      const right = article.getBoundingClientRect().right;
+      return [...article.querySelectorAll("table, img")]
+        .filter(e => e.getBoundingClientRect().width > 0 && e.getBoundingClientRect().right > right + 2)
+        .map(e => `${e.tagName.toLowerCase()} ${Math.round(e.getBoundingClientRect().width)} px: ` +
+                  ((e.querySelector && e.querySelector("caption")) ? e.querySelector("caption").textContent : (e.alt || ""))
+                  .slice(0, 60));
+    })()
   });
 })()"""
 
@@ -113,6 +123,8 @@ class Chromium:
         self.socket = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=60, suppress_origin=True)
         self.next_id = 0
         self.call("Page.enable")
+        # a reader's window: 1400 px wide, as the issues' screenshots were taken
+        self.call("Emulation.setDeviceMetricsOverride", width=1400, height=1500, deviceScaleFactor=1, mobile=False)
 
     def call(self, method: str, **params):
         self.next_id += 1
@@ -193,6 +205,8 @@ def book_problems(chromium: Chromium, html: Path, solutions: bool) -> tuple[list
             problems.append(f"{name}: traceback or error output")
         if seen["broken"]:
             problems.append(f"{name}: images not loaded {seen['broken']}")
+        if seen["overflowing"]:
+            problems.append(f"{name}: wider than the content column at 1400 px: {seen['overflowing']}")
         if page.stem.endswith("_exercises"):
             counts["exercise pages"] += 1
             expected = seen["exercises"] if solutions else 0

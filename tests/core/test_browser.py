@@ -128,3 +128,19 @@ def test_every_image_on_a_notebook_page_sits_in_a_figure_with_its_caption(plante
         names = [book.figure_options(cell)["name"] for cell in drawing]
         ids = [make_id(name) for name in names] + [make_id(f"{name}-2") for name in names]
         assert sorted(shown["figures"]) == sorted(ids), (path.stem, shown)
+
+
+def test_the_browser_check_finds_a_table_or_figure_wider_than_the_content_column(chromium, tmp_path):
+    """The probe of ``browser_check`` (INSPECT) at 1400 px: a table or an image that passes the right edge
+    of the page's article is reported; one that fits is not."""
+    page = tmp_path / "page.html"
+    cells = "".join(f"<td>{'x' * 12}</td>" for _ in range(40))
+    page.write_text('<html><body><main><article class="bd-article" style="width: 800px">'
+                    '<table><caption>Wide</caption><tr>' + cells + '</tr></table>'
+                    '<table><caption>Narrow</caption><tr><td>1</td></tr></table>'
+                    '<img alt="a wide figure" style="width: 1200px; height: 10px" src="data:image/png;base64,'
+                    'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==">'
+                    '</article></main></body></html>', encoding="utf-8")
+    overflowing = chromium.inspect(page)["overflowing"]
+    assert len(overflowing) == 2 and overflowing[0].startswith("table ") and overflowing[0].endswith("px: Wide")
+    assert overflowing[1] == "img 1200 px: a wide figure"

@@ -26,7 +26,7 @@ def row_labels(page_html: str) -> list[str]:
 
 @pytest.mark.parametrize("values, expected", [
     ([50.0, 12.0], 0), ([0.5, 0.25], 2), ([0.123, 1.5], 3), ([1 / 3], None), ([np.nan, 2.0], 0), ([np.nan], None),
-    ([0.1234, 7.0], 4),
+    ([0.1234, 7.0], 4), ([0.00006, 0.00134], 5),
 ])
 def test_decimals_needed_are_the_fewest_that_write_every_value_exactly(values, expected):
     assert tables.decimals_needed(values) == expected
@@ -45,6 +45,13 @@ def test_whole_numbers_read_as_integers_and_rounded_columns_keep_their_places():
     assert row_labels(tables.table_html(table.rename(index={5: "x"}))) == []
     assert row_labels(tables.table_html(table.rename_axis("seed"))) == ["0", "1"]  # a named index means something
     assert "padding" in shown and "text-align: right" in shown
+
+
+def test_small_numbers_keep_their_digits():
+    rounded = pd.DataFrame({"p value": [0.00006, 0.00134]})  # a page's .round(5)
+    assert cells(tables.table_html(rounded)) == ["0.00006", "0.00134"]
+    raw = pd.DataFrame({"p value": [6.1e-7, 0.25, 0.0]})  # unrounded: three places, or two digits when smaller
+    assert cells(tables.table_html(raw)) == ["6.1e-07", "0.250", "0.000"]
 
 
 def test_a_labelled_index_stays_and_a_one_column_summary_is_written_row_by_row():
@@ -178,3 +185,21 @@ def test_tables_with_repeated_labels_show_too():
     table = pd.DataFrame([[1.0, 2.5], [3.0, 4.25]], columns=["rate", "rate"], index=["White", "White"])
     shown = tables.table_html(table)
     assert cells(shown) == ["1", "2.50", "3", "4.25"] and row_labels(shown) == ["White", "White"]
+
+
+def test_long_labels_may_break_after_their_separators_and_short_ones_are_left_alone():
+    spec = "trained:world-clip?red_named=0.1&blue_named=0.9"
+    assert tables.breakable(spec) == "trained:<wbr>world-clip?<wbr>red_<wbr>named=<wbr>0.1&amp;<wbr>blue_<wbr>named=<wbr>0.9"
+    assert tables.breakable("a red circle") == "a red circle" and tables.breakable("<b>") == "&lt;b&gt;"
+    table = pd.DataFrame({"model": [spec, "tiny"], "accuracy": [0.5, 0.25]}, index=pd.Index([spec, "b"], name="run"))
+    shown = tables.table_html(table)
+    assert shown.count("<wbr>") == 2 * 7 and cells(shown)[0] == spec  # the row label and the cell; the text reads the same
+
+
+def test_long_column_headers_read_in_words_and_may_break():
+    table = pd.DataFrame({"word2vec-bolukbasi_embeddings": [1.0], "gap_pp": [2.0]})
+    shown = tables.table_html(table)
+    assert "word2vec-bolukbasi_<wbr>embeddings" not in shown  # in words first: no underscore left
+    assert "word2vec-bolukbasi embeddings" in shown and "gap (pp)" in shown
+    spec = pd.DataFrame({"trained:world-clip?red_named=0.1": [1.0]})
+    assert "trained:<wbr>world-clip?<wbr>red" in tables.table_html(spec)
