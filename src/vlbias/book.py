@@ -298,6 +298,7 @@ def _labels(entry) -> list:
 def code_style_headers(page_html: str) -> list[str]:
     """The column headers of the tables in ``page_html`` still written as code (with an underscore),
     each once; row labels (the values of an index) are not headers and are not looked at."""
+    page_html = page_html.replace("<wbr>", "")  # break opportunities in long labels (vlbias.tables) are not text
     heads = re.findall(r"<thead>.*?</thead>", page_html, flags=re.DOTALL)
     found = [text.strip() for head in heads for text in re.findall(r"<th[^>]*>([^<]*_[^<]*)</th>", head)]
     return sorted(set(found))
@@ -307,6 +308,7 @@ def measure_names_in_cells(page_html: str) -> list[str]:
     """Measure names of :data:`MEASURE_WORDS` written as code in any cell of the tables in ``page_html``
     (a header, a row label or a value), each once."""
     names = "|".join(map(re.escape, MEASURE_WORDS))
+    page_html = page_html.replace("<wbr>", "")  # break opportunities in long labels (vlbias.tables) are not text
     return sorted(set(re.findall(rf"<t[hd][^>]*>\s*({names})\s*</t[hd]>", page_html)))
 
 

@@ -203,3 +203,8 @@ def test_long_column_headers_read_in_words_and_may_break():
     assert "word2vec-bolukbasi embeddings" in shown and "gap (pp)" in shown
     spec = pd.DataFrame({"trained:world-clip?red_named=0.1": [1.0]})
     assert "trained:<wbr>world-clip?<wbr>red" in tables.table_html(spec)
+
+
+def test_the_header_checks_see_through_the_break_opportunities():
+    page = "<table><thead><tr><th>red_<wbr>named</th></tr></thead><tbody><tr><td>spearman_<wbr>rho</td></tr></tbody></table>"
+    assert book.code_style_headers(page) == ["red_named"] and book.measure_names_in_cells(page) == ["spearman_rho"]
