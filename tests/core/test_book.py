@@ -163,3 +163,32 @@ def test_every_page_opens_with_objectives_and_the_paper_pages_end_with_findings(
         code = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
         if path.stem in FINDINGS_PAGES:
             assert "## Findings: paper vs ours" in markdown[-1] and "findings_box(" in code[-1], path.name
+
+
+def test_a_figure_with_an_axis_label_in_code_style_warns_on_the_page():
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from vlbias import book
+
+    shell = InteractiveShell.instance()
+    try:
+        book.profile_banner("demo")
+        coded, worded = plt.subplots()[0], plt.subplots()[0]
+        coded.axes[0].set(xlabel="guidance_scale", ylabel="share of red")
+        worded.axes[0].set(xlabel=book.axis_label("guidance_scale"), ylabel="Latino-Hispanic share (%)")
+        assert book.code_style_axis_labels(coded) == ["guidance_scale"] and book.code_style_axis_labels(worded) == []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            shown = shell.display_formatter.format(coded)[0]["text/plain"]
+            shell.display_formatter.format(worded)
+        assert shown.startswith("<Figure size") and len(caught) == 1
+        assert "written as code, not words: ['guidance_scale']" in str(caught[0].message)
+        plt.close("all")
+    finally:
+        InteractiveShell.clear_instance()

@@ -65,6 +65,7 @@ def test_demo_book_builds_offline(demo_book):
         assert not book.measure_names_in_cells(text), f"{name}: {book.measure_names_in_cells(text)} in code style"
         # figures at 150 dpi or more, each numbered once, no caption twice, no table of missing values
         assert "What you will learn" in text, f"{name}: no learning objectives"
+        assert "written as code, not words" not in text, f"{name}: a figure's axis labels in code style"
         if name in FINDINGS_PAGES:
             assert "Findings: paper vs ours</p>" in text and "The planted truth." in text, f"{name}: no findings box"
         assert not book.page_problems(text, page), f"{name}: {book.page_problems(text, page)}"
