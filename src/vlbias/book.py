@@ -309,13 +309,19 @@ def show_headers_in_words() -> None:
 
 
 def styler_in_words(styler: Styler) -> Styler:
-    """A copy of ``styler`` whose column labels, index names and measure-named row labels read in words;
-    its formats, captions and hidden parts are kept (they refer to the data's own names, which do not
+    """A copy of ``styler`` whose column labels, index names and measure-named row labels read in words,
+    long labels breakable (:func:`vlbias.tables.breakable`); its formats, captions and hidden parts are kept (they refer to the data's own names, which do not
     change)."""
+    from .tables import LONG_WORD, breakable
+
     shown = copy.deepcopy(styler)
-    shown.format_index(column_in_words, axis="columns")  # every level of the column labels
-    if {label for entry in styler.data.index for label in _labels(entry)} & MEASURE_WORDS.keys():
-        shown.format_index(lambda label: MEASURE_WORDS.get(label, label), axis="index")
+    # every level of the column labels; a long label (a model spec) may break (vlbias.tables.breakable)
+    shown.format_index(lambda label: breakable(column_in_words(label)) if isinstance(label, str) else label,
+                       axis="columns")
+    labels = {label for entry in styler.data.index for label in _labels(entry)}
+    if labels & MEASURE_WORDS.keys() or any(isinstance(label, str) and len(label) > LONG_WORD for label in labels):
+        shown.format_index(lambda label: breakable(MEASURE_WORDS.get(label, label)) if isinstance(label, str) else label,
+                           axis="index")
     shown.format_index_names(column_in_words, axis="index")
     shown.format_index_names(column_in_words, axis="columns")
     return shown
@@ -513,33 +519,28 @@ LONGEST_VALUE = 100
 
 def assignments(source: str) -> dict[str, tuple[str, str]]:
     """``{name: (value as written, comment)}`` of the top-level assignments in a parameters cell's
-    source; a comment is the one on the assignment's lines, joined with comment lines that continue
-    it (indented lines holding only a comment, under it)."""
+    source (:func:`vlbias.profiles.cell_assignments`); a comment is the one on the assignment's lines,
+    joined with comment lines that continue it (indented lines holding only a comment, under it)."""
     import ast
     import io
     import tokenize
 
-    tree = ast.parse(source)
+    from .profiles import cell_assignments
+
     lines = source.splitlines()
-    comments: dict[int, str] = {}
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.COMMENT:
-            comments[token.start[0]] = token.string.lstrip("#").strip()
+    comments = {token.start[0]: token.string.lstrip("#").strip()
+                for token in tokenize.generate_tokens(io.StringIO(source).readline) if token.type == tokenize.COMMENT}
     found = {}
-    for node in tree.body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names = [target.id for target in targets if isinstance(target, ast.Name)]
-            if not names:
-                continue
-            text = ast.get_source_segment(source, node.value) or ""
-            said = [comments[line] for line in range(node.lineno, node.end_lineno + 1) if line in comments]
-            line = node.end_lineno + 1
-            while line <= len(lines) and lines[line - 1].startswith((" ", "\t")) and lines[line - 1].strip().startswith("#"):
-                said.append(comments.get(line, ""))
-                line += 1
-            for name in names:
-                found[name] = (" ".join(text.split()), " ".join(said).strip())
+    for name, statement in cell_assignments(source):
+        if statement.value is None:  # a bare annotation: no value
+            continue
+        said = [comments[line] for line in range(statement.lineno, statement.end_lineno + 1) if line in comments]
+        line = statement.end_lineno + 1
+        while line <= len(lines) and lines[line - 1].startswith((" ", "\t")) and lines[line - 1].strip().startswith("#"):
+            said.append(comments.get(line, ""))
+            line += 1
+        text = ast.get_source_segment(source, statement.value) or ""
+        found[name] = (" ".join(text.split()), " ".join(said).strip())
     return found
 
 

@@ -95,13 +95,17 @@ def _parameter_assignments(notebook: Path) -> list:
     """
     cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
     sources = ["".join(c.get("source", "")) for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
-    if not sources:
-        return []
+    return [(name, statement.value) for name, statement in cell_assignments(sources[0])] if sources else []
+
+
+def cell_assignments(source: str) -> list:
+    """The top-level assignments of a parameters cell's ``source``, as ``(name, statement)`` (an
+    ``ast.Assign`` or ``ast.AnnAssign``), in order; the book's parameters table reads them too."""
     found = []
-    for statement in ast.parse(sources[0]).body:
+    for statement in ast.parse(source).body:
         targets = statement.targets if isinstance(statement, ast.Assign) else (
             [statement.target] if isinstance(statement, ast.AnnAssign) else [])
-        found += [(target.id, statement.value) for target in targets if isinstance(target, ast.Name)]
+        found += [(target.id, statement) for target in targets if isinstance(target, ast.Name)]
     return found
 
 

@@ -83,8 +83,8 @@ def breakable(value) -> str:
     longer than :data:`LONG_WORD` characters, so that a model spec in a table wraps instead of widening it."""
     def word_html(word: str) -> str:
         if len(word) <= LONG_WORD:
-            return html.escape(word)
-        return "".join(html.escape(part) + ("<wbr>" if _BREAK_AFTER.fullmatch(part) else "")
+            return html.escape(word, quote=False)
+        return "".join(html.escape(part, quote=False) + ("<wbr>" if _BREAK_AFTER.fullmatch(part) else "")
                        for part in _BREAK_AFTER.split(word))
 
     return " ".join(word_html(word) for word in str(value).split(" "))
@@ -106,8 +106,17 @@ def _default_index(index: pd.Index) -> bool:
 
 
 def _formatted_cells(styler: Styler) -> set[tuple[int, int]]:
-    """The (row, column) positions the page gave a format of its own."""
-    return set(getattr(styler, "_display_funcs", {}).keys())
+    """The (row, column) positions the page gave a format of its own. ``Styler.format({"a": ...})`` gives
+    every other column pandas' default formatter (six places): those cells are not the page's choice."""
+    from pandas.io.formats.style_render import _default_formatter
+
+    default_precision = pd.get_option("styler.format.precision")
+
+    def pandas_default(formatter) -> bool:
+        return (getattr(formatter, "func", None) is _default_formatter
+                and getattr(formatter, "keywords", {}).get("precision") == default_precision)
+
+    return {cell for cell, formatter in getattr(styler, "_display_funcs", {}).items() if not pandas_default(formatter)}
 
 
 def book_style(table: pd.DataFrame | Styler) -> Styler:
@@ -124,11 +133,17 @@ def book_style(table: pd.DataFrame | Styler) -> Styler:
             continue
         numeric = pd.to_numeric(series, errors="coerce")
         if text_like and numeric.notna().sum() < series.notna().sum():
-            # text: long words may break (cells the page formatted itself are left as they are)
-            if series.astype(str).str.len().max() > LONG_WORD:
-                for row in range(len(data)):
-                    if (row, position) not in own and isinstance(series.iloc[row], str):
-                        styler._display_funcs[(row, position)] = breakable
+            # text and numbers mixed: long words may break, and each number is written at its own places
+            # (cells the page formatted itself are left as they are)
+            long_text = series.astype(str).str.len().max() > LONG_WORD
+            for row in range(len(data)):
+                value = series.iloc[row]
+                if (row, position) in own:
+                    continue
+                if isinstance(value, str) and long_text:
+                    styler._display_funcs[(row, position)] = breakable
+                elif isinstance(value, (float, np.floating)) and not isinstance(value, bool):
+                    styler._display_funcs[(row, position)] = number_format(decimals_needed([value]))
             continue
         if rows_by_row:  # one column of mixed quantities: each row its own precision
             for row in range(len(data)):
@@ -138,8 +153,6 @@ def book_style(table: pd.DataFrame | Styler) -> Styler:
             decimals = 0 if not _is_float(series) and not text_like else decimals_needed(numeric)
             _format(styler, own, range(len(data)), position, decimals, keep_own=decimals != 0)
         numbers.append(position)
-    if any(len(str(label)) > LONG_WORD for entry in data.index for label in (entry if isinstance(entry, tuple) else (entry,))):
-        styler.format_index(lambda label: breakable(label) if isinstance(label, str) else label, axis="index")
     # hidden unless the columns' level names need the index's header cells to show in
     if (_default_index(data.index) and not any(getattr(styler, "hide_index_", [False]))
             and not any(name is not None for name in data.columns.names)):
@@ -175,16 +188,12 @@ def _file_name(caption: str | None) -> str:
 def table_html(table: pd.DataFrame | Styler) -> str:
     """The HTML a page shows for ``table``: the book's style (:func:`book_style`), headers in words, and
     a table of more than :data:`LONG_TABLE_ROWS` rows folded into a dropdown with a CSV download."""
-    from .book import column_in_words, styler_in_words
+    from .book import styler_in_words
 
     full = table.data if isinstance(table, Styler) else table
     if len(full) > MOST_SHOWN_ROWS:  # the page shows the first rows; the CSV holds them all
         table = _head(table, MOST_SHOWN_ROWS)
-    styled = styler_in_words(book_style(table))
-    if any(len(str(label)) > LONG_WORD for entry in styled.data.columns for label in (entry if isinstance(entry, tuple) else (entry,))):
-        # headers in words, and long ones may break (a model spec as a column)
-        styled.format_index(lambda label: breakable(column_in_words(label)) if isinstance(label, str) else label,
-                            axis="columns")
+    styled = styler_in_words(book_style(table))  # headers in words, long labels breakable
     body = styled.to_html()
     if len(full) <= LONG_TABLE_ROWS:
         return body

@@ -75,8 +75,9 @@ def test_zero_width_intervals_are_explained():
 
 
 def _chance_row(model, accuracy, low, high, n=100):
+    verdict = "above chance" if low > 50 else "below chance" if high < 50 else "at chance"  # as against_chance says
     return {"model": model, "label": model, "n": n, "accuracy_%": accuracy, "ci_low_%": low, "ci_high_%": high,
-            "chance_%": 50.0, "ties": 0, "verdict": "", "foils": 1}
+            "chance_%": 50.0, "ties": 0, "verdict": verdict, "foils": 1}
 
 
 def _paired_row(a, b, difference, low, high):

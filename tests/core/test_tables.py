@@ -54,11 +54,21 @@ def test_small_numbers_keep_their_digits():
     assert cells(tables.table_html(raw)) == ["6.1e-07", "0.250", "0.000"]
 
 
+def test_numbers_among_text_keep_their_own_places():
+    mixed = pd.DataFrame({"printed": ["0.0%", 0.263, 1 / 3, "1000000000.0x"]}, dtype=object)
+    assert cells(tables.table_html(mixed)) == ["0.0%", "0.263", "0.333", "1000000000.0x"]  # pandas: 0.263000
+
+
 def test_a_labelled_index_stays_and_a_one_column_summary_is_written_row_by_row():
     summary = pd.DataFrame({"value": [180.0, 3.0, 0.734]}, index=pd.Index(["images", "annotators", "kappa"]))
     shown = tables.table_html(summary)
     assert cells(shown) == ["180", "3", "0.734"]  # was "180.000", "3.000", "0.734"
     assert row_labels(shown) == ["images", "annotators", "kappa"]
+
+
+def test_a_column_the_page_did_not_format_is_not_given_pandas_six_places():
+    styler = pd.DataFrame({"gap": [1.5], "rho": [0.9], "p": [0.1234567]}).style.format({"gap": "{:+.2f}"})
+    assert cells(tables.table_html(styler)) == ["+1.50", "0.9", "0.123"]  # pandas alone: 0.900000, 0.123457
 
 
 def test_a_pages_own_format_is_kept_except_that_whole_numbers_get_no_decimals():

@@ -12,15 +12,17 @@ def test_toxicity_finding_reads_the_paired_ratio_or_the_wilson_intervals():
     standard = np.r_[np.full(10, 0.9), np.zeros(90)]  # 10% of standard sentences flagged
     aave = np.r_[np.full(60, 0.9), np.zeros(40)]      # 60% of AAE sentences flagged
     rates = harms.false_positive_rates(standard, aave, [0.15, 0.5], n_bootstrap=500)
-    found = harms_findings.toxicity_findings(rates, 0.15, "1000000000.0x", "clf")
+    simulated = harms.false_positive_rates(np.zeros(6), np.full(6, 0.9), [0.15], n_bootstrap=100).iloc[0]
+    found = harms_findings.toxicity_findings(rates, simulated, "1000000000.0x", "clf")
+    assert found[0].published == "simulated: FPR 0% (standard) against 100% (AAE) at 0.15, printed as a ratio of 1000000000.0x"
     assert [f.verdict for f in found] == ["supports"]
     assert found[0].ours.startswith("clf at 0.15: FPR 10% [") and "ratio 6.00 [" in found[0].ours
     reversed_rates = harms.false_positive_rates(aave, standard, [0.15], n_bootstrap=500)
-    assert harms_findings.toxicity_findings(reversed_rates, 0.15, "x", "clf")[0].verdict == "contradicts"
+    assert harms_findings.toxicity_findings(reversed_rates, simulated, "x", "clf")[0].verdict == "contradicts"
     # no standard sentence flagged: no ratio, so the Wilson intervals decide
     none = harms.false_positive_rates(np.zeros(100), aave, [0.15], n_bootstrap=200)
-    assert np.isnan(none.ratio[0]) and harms_findings.toxicity_findings(none, 0.15, "x", "clf")[0].verdict == "supports"
-    assert harms_findings.toxicity_findings(none.iloc[:0], 0.15, "x", "clf")[0].verdict == "cannot test"
+    assert np.isnan(none.ratio[0]) and harms_findings.toxicity_findings(none, simulated, "x", "clf")[0].verdict == "supports"
+    assert harms_findings.toxicity_findings(none.iloc[:0], simulated, "x", "clf")[0].verdict == "cannot test"
 
 
 def test_erasure_findings_read_the_sign_of_each_womens_index_interval():
@@ -51,6 +53,6 @@ def test_weat_findings_count_significant_tests_and_never_read_a_null_as_contradi
 
     found = harms_findings.weat_findings(holm, book.published("weat_caliskan2017_glove"))
     assert [f.verdict for f in found] == ["supports", "cannot tell", "contradicts"]
-    assert found[0].published == "GloVe 840B: all ten, d from 1.06 to 1.81 (Caliskan et al. 2017, Table 1)"
+    assert found[0].published == "GloVe 840B: all 10, d from 1.06 to 1.81 (Caliskan et al. 2017, Table 1)"
     assert found[1].ours == "1 of 2 complete tests positive with a Holm-adjusted p below 0.05"
     assert harms_findings.weat_findings(None)[0].verdict == "cannot test"

@@ -129,8 +129,8 @@ def paper_findings(chance: pd.DataFrame, paired: pd.DataFrame, kinds: Mapping[st
     published_clip = _published_accuracy(published, "CLIP")
     if duals:
         row = one.set_index("model").loc[duals[0]]
-        verdict = ("supports" if row["ci_low_%"] > row["chance_%"] else "contradicts" if row["ci_high_%"] <= row["chance_%"]
-                   else "cannot tell")
+        # against_chance's own verdict on the interval: above, at or below chance (or undefined: no pairs)
+        verdict = {"above chance": "supports", "below chance": "contradicts"}.get(row["verdict"], "cannot tell")
         found.append(Finding("A CLIP-like dual encoder tells a caption from its colour foil well above chance (1 foil: 50%)",
                              f"CLIP: {published_clip}",
                              f"{labels.get(duals[0], duals[0])}: {row['accuracy_%']:.1f}% [{row['ci_low_%']:.1f}, "

@@ -11,15 +11,18 @@ import pandas as pd
 MALE_TYPED_SCENARIOS = ("scientist", "CEO", "software engineer", "politician")
 
 
-def toxicity_findings(rates: pd.DataFrame, threshold: float, printed: str, classifier: str) -> list:
+def toxicity_findings(rates: pd.DataFrame, simulated: pd.Series, printed: str, classifier: str) -> list:
     """03d's claim: the classifier flags African American English more often than standard English
-    with the same, non-toxic meaning, at ``threshold`` (the chapter's, when the run measured it; else
-    the run's middle threshold). The verdict is the paired bootstrap interval of the FPR ratio where
-    the standard FPR is above 0, else the two Wilson intervals (:func:`false_positive_rates`)."""
+    with the same, non-toxic meaning, at the chapter's threshold (``simulated``: the chapter's simulated
+    scores' row of :func:`false_positive_rates`; ``printed``: the ratio the chapter prints), where the run
+    measured it, else at the run's middle threshold. The verdict is the paired bootstrap interval of the
+    FPR ratio where the standard FPR is above 0, else the two Wilson intervals."""
     from ..findings import Finding, order_verdict
 
+    threshold = float(simulated["threshold"])
     claim = "A toxicity classifier flags African American English more often than standard English of the same meaning"
-    published = f"simulated: FPR 0% (standard) against 100% (AAE) at {threshold:g}, printed as a ratio of {printed}"
+    published = (f"simulated: FPR {simulated['fpr_standard']:.0%} (standard) against {simulated['fpr_aave']:.0%} (AAE) "
+                 f"at {threshold:g}, printed as a ratio of {printed}")
     if rates.empty:
         return [Finding(claim, published, "no classifier ran (the chapter's simulated numbers only)", "cannot test")]
     chosen = rates[np.isclose(rates["threshold"], threshold)]
@@ -91,8 +94,8 @@ def weat_findings(holm: pd.DataFrame | None, published: pd.DataFrame | None = No
     from ..findings import Finding
 
     claim = "Word embeddings carry the associations of the ten WEAT tests (each significant)"
-    published = ("GloVe 840B: all ten" + (f", d from {published['value'].min():.2f} to {published['value'].max():.2f}"
-                                          if published is not None and len(published) else "")
+    published = ("GloVe 840B: " + (f"all {len(published)}, d from {published['value'].min():.2f} to "
+                                   f"{published['value'].max():.2f}" if published is not None and len(published) else "all")
                  + " (Caliskan et al. 2017, Table 1)")
     if holm is None or holm.empty:
         return [Finding(claim, published, "no embeddings ran (the chapter's simulated test only)", "cannot test")]

@@ -95,6 +95,14 @@ def _published_values(published, measure: str, family: str, groups) -> list[floa
     return sorted(set(float(v) for v in rows["value"]))
 
 
+def _published_groups(published, measure: str, family: str, groups) -> list[str]:
+    if published is None:
+        return []
+    rows = published[(published["measure"] == measure) & (published["family"] == family)
+                     & published["group"].isin(list(groups))]
+    return list(dict.fromkeys(rows["group"]))
+
+
 def _span(values: list[float], digits: int, unit: str = "") -> str:
     if not values:
         return "not stated"
@@ -129,11 +137,13 @@ def self_similarity_findings(single: dict[str, pd.DataFrame], published=None, va
     race, gender = single["race"].set_index("group"), single["gender"].set_index("group")
     lowest_other = race.drop(index="White")[value].idxmin()
     published_white = _span(_published_values(published, "self_similarity", "race", ["White"]), 3)
-    published_others = _span(_published_values(published, "self_similarity_min", "race", race.index), 2)
+    bounded = [group for group in _published_groups(published, "self_similarity_min", "race", race.index) if group != "White"]
+    published_others = (f"; {', '.join(bounded)} above "
+                        f"{_span(_published_values(published, 'self_similarity_min', 'race', bounded), 2)}" if bounded else "")
     female, male = gender.loc["Female"], gender.loc["Male"]
     return [
         Finding("White images are the least self-similar of the seven races",
-                f"White {published_white}; Indian, East and Southeast Asian above {published_others}",
+                f"White {published_white}{published_others}",
                 f"White {_interval_text(race.loc['White'], value, low, high, 3)}; the lowest other, "
                 f"{lowest_other}, {_interval_text(race.loc[lowest_other], value, low, high, 3)}",
                 _extreme_verdict(single["race"], "White", value, low, high, highest=False)),
@@ -163,6 +173,7 @@ def unmarked_findings(single: dict[str, pd.DataFrame], records: pd.DataFrame, fl
     difference, diff_low, diff_high = rate_difference_interval(
         int(unmarked[inside].sum()), int(inside.sum()), int(unmarked[~inside].sum()), int((~inside).sum()))
     middle = _published_values(published, "unmarked_rate", "age", MIDDLE_AGES)
+    young = _published_groups(published, "unmarked_rate_max", "age", ["0-2", "3-9"])  # bounds the paper states
     return [
         Finding("White images are left unmarked by race labels more often than every other race's",
                 f"White {_span(_published_values(published, 'unmarked_rate', 'race', ['White']), 1, '%')}; "
@@ -179,7 +190,8 @@ def unmarked_findings(single: dict[str, pd.DataFrame], records: pd.DataFrame, fl
         Finding("The middle-aged (20-59) are left unmarked by age labels more often than the young and old",
                 f"20-59: {_span(middle, 1, '%')}; over 70: "
                 + _span(_published_values(published, "unmarked_rate", "age", ["more than 70"]), 1, "%")
-                + "; under 10: below 1%",
+                + (f"; {' and '.join(young)}: at most {_span(_published_values(published, 'unmarked_rate_max', 'age', young), 1, '%')}"
+                   if young else ""),
                 f"20-59 minus the rest, pooled: {100 * difference:+.1f} points [{100 * diff_low:+.1f}, {100 * diff_high:+.1f}]",
                 difference_verdict(diff_low, diff_high)),
     ]
