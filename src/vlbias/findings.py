@@ -94,7 +94,8 @@ def findings_box(findings: list[Finding], planted: str | None = None, causes: li
         causes = [(f, r) for f, r in zip(findings, recovered) if r is not None]
         got = sum(bool(r) for _, r in causes)
         missed = [f.claim for f, r in causes if not r]
-        unplanted = [f.claim for f, r in zip(findings, recovered) if r is None]
+        # a claim this run cannot test has no verdict for the world to explain
+        unplanted = [f.claim for f, r in zip(findings, recovered) if r is None and f.verdict != "cannot test"]
         if not causes:
             body += (f"<p><b>The planted truth.</b> {html.escape(planted)} This world plants no cause for the claims "
                      "here: each verdict is what the drawing, the training and the sampling gave by themselves.</p>")

@@ -108,3 +108,62 @@ def test_the_caption_world_plants_colour_knowledge_only_where_the_captions_name_
     assert causes == [False, False] and "neither kind an advantage" in text
     assert cff.planted(["trained:caption-clip"], {"trained:caption-clip": "dual"})[1] == [True, False]
     assert cff.planted(["ViT-B-32/openai"], {"ViT-B-32/openai": "dual"}) == (None, None)
+
+
+def test_the_construction_recovers_each_pictures_colour_on_the_caption_world_and_counts_wait_for_real_data():
+    from vlbias import book
+    from vlbias.colorfoil import construction as cf
+    from vlbias.data import load_dataset
+    from vlbias.data.caption_world import main_colours
+
+    dataset = load_dataset("coco", root="world?eval_images=12&train_images=2", split="val2017")
+    benchmark = cf.build_benchmark(dataset, caption_choice="first_with_word", progress=False)
+    truth = cff.foil_truth(dataset, benchmark)
+    drawn = main_colours(dataset.root)
+    expected = sum(row.words == [drawn[dataset.records["file"].iat[row.image_index]]] for row in benchmark.itertuples())
+    assert len(benchmark) > 5 and expected == len(benchmark)  # every caption of the world names its picture's main colour
+    assert truth == {"captions": len(benchmark), "captions naming the drawn colour": len(benchmark),
+                     "foils": int(benchmark["n_foils"].sum()), "foils naming another colour": int(benchmark["n_foils"].sum())}
+    counts = {"coco": cf.construction_counts(dataset, benchmark)}
+    published = book.published("colorfoil_counts_samin2024")
+    found = cff.construction_findings(counts, published, {"coco": truth}, real_data=False, why_not="a world")
+    assert [f.verdict for f in found] == ["cannot test", "supports"] and found[0].published == "2,511"
+    # a foil naming the drawn colour breaks the premise
+    broken = benchmark.copy()
+    broken.at[0, "replacements"] = [f"{broken.at[0, 'words'][0]}->{drawn[dataset.records['file'].iat[0]]}"] + list(
+        broken.at[0, "replacements"][1:])
+    wrong = cff.foil_truth(dataset, broken)
+    assert wrong["foils naming another colour"] == truth["foils"] - 1
+    assert cff.construction_findings(counts, published, {"coco": wrong}, False)[1].verdict == "contradicts"
+    # on the real release the count is judged exactly; data that record no colours cannot test the premise
+    real = {"coco": {**counts["coco"], "with a colour word (whole word, ours)": 2511}}
+    assert [f.verdict for f in cff.construction_findings(real, published, {"coco": None}, True)] == ["supports", "cannot test"]
+    real["coco"]["with a colour word (whole word, ours)"] = 2515
+    assert cff.construction_findings(real, published, {}, True)[0].ours == "2,515 (+4)"
+    assert cff.construction_findings(real, published, {}, True)[0].verdict == "contradicts"
+    text, causes = cff.construction_planted({"coco": dataset})
+    assert causes == [False, True] and "COCO's layouts" in text and "60% of captions" in text
+    assert cff.construction_planted({"coco": load_dataset("coco", root="fixture", split="val2017")}) == (None, None)
+
+
+def test_colour_model_findings_test_the_trained_model_against_chance_and_across_foil_counts():
+    from vlbias import book
+
+    def row(model, foils, accuracy, low, high):
+        return {"model": model, "dataset": "easy-vqa test", "foils": foils, "n": 200, "accuracy_%": accuracy,
+                "ci_low_%": low, "ci_high_%": high, "chance_%": 100 / (foils + 1)}
+
+    table = pd.DataFrame([row("trained", 1, 90.0, 85.0, 93.0), row("trained", 4, 70.0, 63.0, 76.0),
+                          row("untrained", 1, 48.0, 41.0, 55.0), row("untrained", 4, 20.0, 15.0, 26.0)])
+    published = book.published("colorfoil_table1_samin2024")
+    found = cff.colour_model_findings(table, "trained", published)
+    assert [f.verdict for f in found] == ["supports", "supports"]
+    assert found[0].claim.endswith("(1 foil: 50%)") and found[0].published == "CLIP: coco 84.4%, flickr30k 85.2%"  # the published 84.37 and 85.24
+    assert [f.verdict for f in cff.colour_model_findings(table, "untrained", published)] == ["cannot tell", "supports"]
+    table.loc[1, ["accuracy_%", "ci_low_%", "ci_high_%"]] = [89.0, 84.0, 93.0]
+    assert cff.colour_model_findings(table, "trained", published)[1].verdict == "cannot tell"
+    assert cff.colour_model_findings(table.iloc[[0]], "trained", published)[1].verdict == "cannot test"
+    with pytest.raises(ValueError, match="no row of model 'other'"):
+        cff.colour_model_findings(table, "other", published)
+    text, causes = cff.colour_model_planted(6, pd.Series(row("untrained", 1, 48.0, 41.0, 55.0)))
+    assert causes == [True, False] and "48.0% [41.0, 55.0] with 1 foil (chance 50%)" in text

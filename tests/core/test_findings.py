@@ -42,6 +42,10 @@ def test_the_box_counts_the_verdicts_and_says_which_planted_causes_were_recovere
     one = text(findings_box(FINDINGS[:1], planted="a model"))
     assert "Of the 1 claim whose cause this world plants, the page recovered 1 beyond its intervals." in one
     assert "The published claim this page tests, and what this run says of it (supports 1)" in one
+    # a claim this run cannot test has no verdict for the world to explain
+    untested = FINDINGS[:1] + [Finding("G is 2,511", "2,511", "40, not the release", "cannot test"), FINDINGS[2]]
+    planted = text(findings_box(untested, planted="A world.", causes=[True, False, False]))
+    assert "The world plants no cause for: E above F;" in planted and "G is 2,511" not in planted.split("planted truth")[1]
     none = text(findings_box(FINDINGS[:1], planted="A model.", causes=[False]))
     assert "This world plants no cause for the claims here" in none and "recovered" not in none
 

@@ -116,3 +116,35 @@ def test_the_face_world_plants_the_papers_causes_and_the_control_plants_no_repor
     assert mk_findings.planted("ViT-B-32/openai", ["white_unmarked"]) == (None, None)
     text, causes = mk_findings.planted("trained:face-clip?gender_named=0.1", ["male_unmarked", "white_unmarked"])
     assert causes == [False, True] and "mini-CLIP" in text
+
+
+def reporting_gaps(widest=(30.0, 20.0, 40.0), smallest=(1.0, -3.0, 4.0), control=(0.5, -2.0, 3.0)) -> pd.DataFrame:
+    rows = [("no gap", 0.9, 0.9, 0.0, False, smallest), ("widest", 0.1, 0.9, 0.8, False, widest),
+            ("control", 0.5, 0.5, 0.0, True, control)]
+    return pd.DataFrame([{"condition": name, "red_named": red, "blue_named": blue, "reporting_gap": gap, "control": is_control,
+                          "gap_pp": value[0], "ci_low_pp": value[1], "ci_high_pp": value[2]}
+                         for name, red, blue, gap, is_control, value in rows])
+
+
+def test_reporting_findings_order_the_widest_gap_against_the_control_and_the_smallest_gap():
+    from vlbias import book
+
+    published = book.published("markedness_wolfe2022")
+    found = mk_findings.reporting_findings(reporting_gaps(), published)
+    assert [f.verdict for f in found] == ["supports", "supports"]
+    # the published facts: White's unmarked rate and the bound on every other race (Figure 4)
+    assert found[0].published.startswith("White unmarked in 47.9% of images, every other race under 16.9%")
+    assert "red named 0.1, blue 0.9: +30.0 points [+20.0, +40.0]" in found[0].ours
+    assert found[0].ours.endswith("; the equally-named control, red named 0.5, blue 0.5: +0.5 points [-2.0, +3.0]")
+    # the widest gap's interval holds 0: within noise; below the smallest gap's: reversed
+    found = mk_findings.reporting_findings(reporting_gaps(widest=(2.0, -1.0, 5.0), smallest=(10.0, 6.0, 14.0)))
+    assert [f.verdict for f in found] == ["cannot tell", "contradicts"]
+    assert mk_findings.reporting_findings(reporting_gaps(widest=(-9.0, -12.0, -6.0)))[0].verdict == "contradicts"
+    gaps = reporting_gaps()
+    without_control = mk_findings.reporting_findings(gaps[~gaps["control"]])
+    assert [f.verdict for f in without_control] == ["supports", "supports"] and "control" not in without_control[0].ours
+    assert mk_findings.reporting_findings(gaps[gaps["control"]])[0].verdict == "cannot test"  # no reporting gap at all
+    assert [f.verdict for f in mk_findings.reporting_findings(gaps.iloc[1:])][1] == "cannot test"  # one reporting gap
+    text, causes = mk_findings.reporting_planted(gaps, epochs=8, share_spread=0.8)
+    assert causes == [True, True] and "reporting gaps up to 0.8" in text and "from 10% to 90%" in text
+    assert mk_findings.reporting_planted(gaps.iloc[[0, 2]], epochs=8, share_spread=0.0)[1] == [False, False]

@@ -64,3 +64,46 @@ def test_extension_findings_compare_the_25_45_share_and_the_doctors_light_skin_w
     assert [f.verdict for f in t2i_findings.extension_findings(manifest, "race")] == ["supports", "cannot test"]
     unmeasured = t2i_findings.extension_findings(None, "skin tone", why_not="the world plants no age")
     assert [f.verdict for f in unmeasured] == ["cannot test"] * 2 and unmeasured[0].ours == "the world plants no age"
+
+
+def grid(rho=(0.8, 0.6, 0.9), slope=(1.3, 1.1, 1.5)) -> pd.DataFrame:
+    return pd.DataFrame([{"rho": rho[0], "rho low": rho[1], "rho high": rho[2], "slope": slope[0],
+                          "slope low": slope[1], "slope high": slope[2]}], index=["guidance 3"])
+
+
+def changes(vrbs=(0.02, 0.01, 0.03), higher=11, kinds=12) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"run": "CADS s=1", "measure": "VRBS", "a": 0.8, "b": 0.8 + vrbs[0], "change": vrbs[0], "ci_low": vrbs[1],
+         "ci_high": vrbs[2]},
+        {"run": "CADS s=1", "measure": "diversity", "a": 0.1, "b": 0.12, "change": 0.02, "kinds higher": higher,
+         "kinds": kinds}])
+
+
+def test_controlled_findings_judge_ranking_amplification_and_cads_from_their_intervals_and_a_sign_test():
+    from vlbias import book
+
+    published = book.published(t2i_bias.SOURCE_TABLE)
+    found = t2i_findings.controlled_findings(grid(), "guidance 3", changes(), "CADS s=1", published)
+    assert [f.verdict for f in found] == ["supports"] * 4
+    assert "electrician: 1.7% women in the statistics, 0.9% generated" in found[1].published
+    assert found[2].published == "SD 1.4: 0.68 to 0.73; SD 2.1: 0.71 to 0.73"
+    # 11 of 12 kinds higher: two-sided sign test p = 2 * 13 / 4096 = 0.00635
+    assert "higher in 11 of 12 kinds (sign test p = 0.0063)" in found[3].ours
+    found = t2i_findings.controlled_findings(grid(slope=(0.7, 0.6, 0.8)), "guidance 3",
+                                             changes(vrbs=(-0.02, -0.03, -0.01), higher=1), "CADS s=1", published)
+    assert [f.verdict for f in found] == ["supports", "contradicts", "contradicts", "contradicts"]
+    # the slope's interval holds 1; 9 of 12 higher: p = 0.146, within noise
+    found = t2i_findings.controlled_findings(grid(slope=(1.1, 0.9, 1.3)), "guidance 3", changes(higher=9), "CADS s=1",
+                                             published)
+    assert [f.verdict for f in found][1::2] == ["cannot tell", "cannot tell"]
+    missing = t2i_findings.controlled_findings(grid(), "guidance 3", changes(), "CADS s=2", published)
+    assert [f.verdict for f in missing][2:] == ["cannot test", "cannot test"]
+
+
+def test_the_planted_world_sets_the_shares_only():
+    text, causes = t2i_findings.controlled_planted("trained:world-diffusion")
+    assert causes == [True, False, False, False] and "red's share per kind planted from 10% to 90%" in text
+    assert t2i_findings.controlled_planted("trained:world-diffusion?share_spread=0")[1] == [False] * 4
+    assert t2i_findings.controlled_planted(t2i_findings.SOURCE_MODEL) == (None, None)
+    assert t2i_findings.reproducibility_planted("trained:profession-diffusion")[1] == [False]
+    assert t2i_findings.reproducibility_planted(t2i_findings.SOURCE_MODEL) == (None, None)

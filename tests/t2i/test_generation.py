@@ -272,3 +272,41 @@ def test_sewer_is_drawn_as_a_person_who_sews():
     assert set(jobs.prompt[jobs.profession == "sewer"]) == {"A photo of a sewing machine operator"}
     kept = prompt_jobs(["sewer"], "A photo of a {profession}", 1, prompt_words={})
     assert kept.prompt.tolist() == ["A photo of a sewer"]
+
+
+class DriftingPipeline(FakePipeline):
+    """FakePipeline's pictures, with one pixel moved by ``drift`` levels: a model that does not redraw
+    the same picture from the same seed."""
+
+    def __init__(self, drift):
+        super().__init__()
+        self.drift = drift
+
+    def generate(self, prompts, seeds, **kwargs):
+        images = [np.asarray(image).copy() for image in super().generate(prompts, seeds, **kwargs)]
+        for image in images:
+            image[0, 0, 0] = (int(image[0, 0, 0]) + self.drift) % 256
+        return [Image.fromarray(image) for image in images]
+
+
+def test_redraw_check_draws_the_first_images_again_and_measures_their_pixel_differences(tmp_path):
+    from vlbias.t2i.findings import reproducibility_findings
+    from vlbias.t2i.generation import redraw_check
+
+    manifest = generate_to_disk(FakePipeline(), jobs(6), tmp_path, batch_size=4, progress=False, num_inference_steps=2)
+    model = FakePipeline()
+    same = redraw_check(model, manifest, tmp_path, n=4, batch_size=4, num_inference_steps=2)
+    assert model.calls == [[(f"A photo of p{i % 3}", 100 + i) for i in range(4)]]  # the first batch, from its seeds
+    assert same["max_difference"].tolist() == [0] * 4 and same["mean_difference"].tolist() == [0.0] * 4
+    assert reproducibility_findings(same)[0].verdict == "supports"
+    # one channel of one pixel of 16 moved by 9 levels: the largest difference 9, the mean 9 / 48
+    drifted = redraw_check(DriftingPipeline(9), manifest, tmp_path, n=2, batch_size=4, num_inference_steps=2)
+    assert drifted["max_difference"].tolist() == [9, 9] and np.allclose(drifted["mean_difference"], 9 / 48)
+    finding = reproducibility_findings(drifted)[0]
+    assert finding.verdict == "contradicts" and "0 identical to the pixel; largest difference 9 of 255" in finding.ours
+    assert reproducibility_findings(redraw_check(DriftingPipeline(2), manifest, tmp_path, n=1))[0].verdict == "supports"
+    assert len(read_manifest(tmp_path)) == 6  # nothing written
+    with pytest.raises(ValueError, match="n=0"):
+        redraw_check(model, manifest, tmp_path, n=0)
+    with pytest.raises(ValueError, match="manifest is empty"):
+        redraw_check(model, manifest.iloc[:0], tmp_path)

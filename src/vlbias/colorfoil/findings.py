@@ -173,3 +173,144 @@ def planted(model_specs, kinds: Mapping[str, str]) -> tuple[str | None, list[boo
         text += (f" The pairwise matcher: {describe_trained(str(matchers[0]).partition(':')[2])}. The world gives neither "
                  "kind an advantage by design: which one wins is what their training gave.")
     return text, [bool(options["colour_words"]), False]
+
+
+# --------------------------------------------------------------------------- 02a: the benchmark's construction
+
+def foil_truth(dataset, benchmark: pd.DataFrame) -> dict[str, int] | None:
+    """On a caption world (whose writer recorded the main colour drawn in each picture:
+    :func:`vlbias.data.caption_world.main_colours`), how many benchmark captions name exactly the colour
+    their picture shows and how many foils name a colour it does not: the benchmark's premise, that a
+    foil is false and its caption true, checked against the truth. ``None`` for data without such a
+    record (the real releases, the fixtures)."""
+    from pathlib import Path
+
+    from ..data.caption_world import main_colours
+
+    if not (Path(dataset.root) / "main_colours.json").exists():
+        return None
+    truth = main_colours(dataset.root)
+    files = dataset.records["file"]
+    captions_true = foils = foils_false = 0
+    for row in benchmark.itertuples():
+        drawn = truth[files.iat[int(row.image_index)]]
+        captions_true += list(row.words) == [drawn]
+        for replacement in row.replacements:
+            targets = [pair.split("->")[1].strip() for pair in replacement.split(";") if "->" in pair]
+            foils += 1
+            foils_false += drawn not in targets
+    return {"captions": len(benchmark), "captions naming the drawn colour": captions_true,
+            "foils": foils, "foils naming another colour": foils_false}
+
+
+def construction_findings(counts: Mapping[str, Mapping[str, int]], published_counts: pd.DataFrame,
+                          truths: Mapping[str, dict | None], real_data: bool, why_not: str = "") -> list:
+    """02a's claims: the paper's benchmark sizes (COCO val2017: 2,511 images with a colour word;
+    Flickr30k: 2,500 pairs), testable on the real releases only (``real_data``; else "cannot test" for
+    the reason ``why_not``), equal or not; and the benchmark's premise that each caption names what its
+    picture shows and each foil does not, testable where the data record what each picture shows
+    (``truths``: :func:`foil_truth` per data set)."""
+    from ..findings import Finding
+
+    stated = published_counts.set_index(["dataset", "measure"])["value"]
+    found = []
+    for dataset, measure, ours_key, claim in (
+            ("coco", "pairs_with_colour_word", "with a colour word (whole word, ours)",
+             "COCO val2017 holds 2,511 images with a caption naming a colour"),
+            ("flickr30k", "benchmark_pairs", "benchmark pairs", "Flickr30k (Karpathy val + test) gives 2,500 pairs")):
+        if dataset not in counts or (dataset, measure) not in stated.index:
+            continue
+        paper, ours = int(stated[(dataset, measure)]), int(counts[dataset][ours_key])
+        if not real_data:
+            found.append(Finding(claim, f"{paper:,}", f"{ours:,}, {why_not or 'not on the real data'}", "cannot test"))
+        else:
+            found.append(Finding(claim, f"{paper:,}", f"{ours:,} ({ours - paper:+,})",
+                                 "supports" if ours == paper else "contradicts"))
+    tested = {name: truth for name, truth in truths.items() if truth}
+    claim = "Each benchmark caption names the colour its picture shows, and each foil a colour it does not"
+    if not tested:
+        found.append(Finding(claim, "the benchmark's premise (Section 3)",
+                             "these data record nothing of what each picture shows", "cannot test"))
+    else:
+        parts, holds = [], True
+        for name, truth in tested.items():
+            parts.append(f"{name}: {truth['captions naming the drawn colour']:,} of {truth['captions']:,} captions, "
+                         f"{truth['foils naming another colour']:,} of {truth['foils']:,} foils")
+            holds &= (truth["captions naming the drawn colour"] == truth["captions"]
+                      and truth["foils naming another colour"] == truth["foils"])
+        found.append(Finding(claim, "the benchmark's premise (Section 3)", "; ".join(parts),
+                             "supports" if holds else "contradicts"))
+    return found
+
+
+def construction_planted(datasets: Mapping[str, object]) -> tuple[str | None, list[bool] | None]:
+    """For :func:`construction_findings` on caption worlds: what they plant, in words (the main colour of
+    each picture and the share of captions naming it), and which claims' cause they plant (the premise
+    only: a world's size is not the paper's); ``(None, None)`` for other data."""
+    from pathlib import Path
+
+    from ..data.registry import world_of
+
+    worlds = {name: world_of(d.root) for name, d in datasets.items() if (Path(d.root) / "main_colours.json").exists()}
+    worlds = {name: world for name, world in worlds.items() if world}
+    if not worlds:
+        return None, None
+    shares = {options.get("colour_share") for _, options in worlds.values()}
+    share = f"{shares.pop():.0%} of captions" if len(shares) == 1 else "a set share of captions"
+    names = {"coco": "COCO", "flickr30k": "Flickr30k"}
+    text = (f"Caption worlds in {' and '.join(names.get(name, name) + chr(39) + 's' for name in worlds)} layouts: each picture a big shape in a recorded main colour "
+            f"beside a small one, {share} naming the main colour and no other colour word.")
+    return text, [False] * sum(name in datasets for name in ("coco", "flickr30k")) + [True]
+
+
+# --------------------------------------------------------------------------- 02c: a colour model trained here
+
+def colour_model_findings(table: pd.DataFrame, model: str, published: pd.DataFrame) -> list:
+    """02c's claims, from its evaluation table (:func:`vlbias.colorfoil.evaluation.evaluation_table` with a
+    ``chance_%`` column) for ``model`` (a name in its ``model`` column): (1) a model that has learned colours
+    tells a caption from its colour foil above chance (1 foil, its Wilson interval against 50%); (2)
+    accuracy falls as foils are added (the paper's Table 1: every model lower with 4 foils than with 1),
+    from the intervals at the fewest and the most foils."""
+    from ..findings import Finding, order_verdict
+
+    rows = table[table["model"] == model].sort_values("foils")
+    if rows.empty:
+        raise ValueError(f"colour_model_findings: no row of model {model!r}; models: {sorted(set(table['model']))}.")
+    clip = published[(published["model"] == "CLIP") & (published["measure"] == "accuracy_%")]
+    first, last = rows.iloc[0], rows.iloc[-1]
+
+    def accuracy(row) -> str:
+        return f"{row['accuracy_%']:.1f}% [{row['ci_low_%']:.1f}, {row['ci_high_%']:.1f}]"
+
+    def stated(foils: int) -> str:
+        return ", ".join(f"{row.dataset} {row.value:.1f}%" for row in clip[clip["foils"] == foils].itertuples())
+
+    chance = float(first["chance_%"])
+    verdict = ("supports" if first["ci_low_%"] > chance else "contradicts" if first["ci_high_%"] < chance
+               else "cannot tell")
+    found = [Finding(f"A model that has learned colours tells a caption from its colour foil above chance "
+                     f"({int(first['foils'])} foil: {chance:.0f}%)", f"CLIP: {stated(int(first['foils']))}",
+                     f"{model}: {accuracy(first)} of {int(first['n'])} pairs", verdict)]
+    claim = "Accuracy falls as foils are added"
+    said = f"CLIP {stated(1)} with 1 foil; {stated(4)} with 4"
+    if len(rows) < 2:
+        found.append(Finding(claim, said, "one foil count only in this run", "cannot test"))
+    else:
+        found.append(Finding(claim, said, f"{model}: {accuracy(first)} with {int(first['foils'])} "
+                             f"foil{'s' if first['foils'] > 1 else ''}, "
+                             f"{accuracy(last)} with {int(last['foils'])}",
+                             order_verdict((first["ci_low_%"], first["ci_high_%"]), (last["ci_low_%"], last["ci_high_%"]))))
+    return found
+
+
+def colour_model_planted(epochs: int, control: pd.Series | None = None) -> tuple[str, list[bool]]:
+    """For :func:`colour_model_findings`: what 02c's training plants (captions naming each shape's colour:
+    claim 1's cause; nothing sets how accuracy moves with more foils), and the untrained control's
+    1-foil accuracy when given (a row of the evaluation table)."""
+    text = (f"A mini-CLIP trained here for {epochs} epochs on easy-VQA pictures whose captions name each shape's "
+            "colour: it learns colours by construction.")
+    if control is not None:
+        text += (f" The same network untrained, the control: {control['accuracy_%']:.1f}% "
+                 f"[{control['ci_low_%']:.1f}, {control['ci_high_%']:.1f}] with {int(control['foils'])} foil "
+                 f"(chance {control['chance_%']:.0f}%).")
+    return text, [True, False]

@@ -102,7 +102,7 @@ def plot_per_colour(per_colour: pd.DataFrame, model_column: str = "model"):
 
     colours_in_order = list(dict.fromkeys(per_colour.sort_values("n", ascending=False)["colour"]))
     models = list(dict.fromkeys(per_colour[model_column]))
-    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(colours_in_order) + 2), 3.6))
+    fig, ax = plt.subplots(figsize=(min(7.5, max(6, 0.5 * len(colours_in_order) + 2)), 3.6))
     palette = plt.get_cmap("tab10")
     for j, model in enumerate(models):
         part = per_colour[per_colour[model_column] == model].set_index("colour").reindex(colours_in_order)
@@ -111,6 +111,7 @@ def plot_per_colour(per_colour: pd.DataFrame, model_column: str = "model"):
                     fmt="o", capsize=2, color=palette(j % 10), label=model)
     ax.set_xticks(np.arange(len(colours_in_order)), colours_in_order, rotation=45)
     ax.set(ylim=(0, 100), ylabel="accuracy (%)", title="accuracy by the colour named in the caption")
-    ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left")
+    # below the axes, so that the figure keeps the content width
+    ax.legend(fontsize=8, bbox_to_anchor=(0.5, 0), loc="upper center", borderaxespad=4.5, ncol=min(4, len(models)))
     fig.tight_layout()
     return fig

@@ -231,3 +231,66 @@ def planted(model_spec: str, keys: list[str]) -> tuple[str | None, list[bool] | 
     if causes is None:
         return None, None
     return f"The model: {describe_trained(str(model_spec).partition(':')[2])}.", [causes[key] for key in keys]
+
+
+def reporting_findings(gaps: pd.DataFrame, published=None) -> list:
+    """01c's claims, from its gaps table (:func:`vlbias.markedness.controlled.reporting_experiment`'s
+    ``gaps``: one row per condition with ``reporting_gap``, ``control``, the mean unmarked gap
+    ``gap_pp`` of red over blue and its interval across seeds ``ci_low_pp``/``ci_high_pp``). The paper
+    explains White's markedness by a reporting bias (captions name what is unusual, so the bare word
+    comes to mean the default) but cannot test it on CLIP; here:
+
+    1. the group captions name least is left unmarked more often than the other: the widest reporting
+       gap's unmarked gap above 0 (the equally-named control's gap stands beside it);
+    2. more reporting bias, more markedness: the widest reporting gap's unmarked gap above the
+       smallest one's (the dose-response).
+    """
+    from ..findings import Finding, difference_verdict, order_verdict
+
+    sweep = gaps.loc[~gaps["control"].astype(bool)].sort_values("reporting_gap")
+    controls = gaps.loc[gaps["control"].astype(bool)]
+    white = _span(_published_values(published, "unmarked_rate", "race", ["White"]), 1, "%")
+    others = [] if published is None else sorted(set(published.loc[(published["family"] == "race")
+                                                                   & (published["group"] != "White"), "group"]))
+    others_max = _published_values(published, "unmarked_rate_max", "race", others)
+    said = (f"White unmarked in {white} of images, every other race under "
+            f"{max(others_max) if others_max else 'a stated bound'}%; explained by reporting bias, not tested")
+
+    def condition(row) -> str:
+        return (f"red named {row['red_named']:g}, blue {row['blue_named']:g}: {row['gap_pp']:+.1f} points "
+                f"[{row['ci_low_pp']:+.1f}, {row['ci_high_pp']:+.1f}]")
+
+    found = []
+    if sweep.empty:
+        return [Finding("Captions that leave a group unnamed make it the unmarked default", said,
+                        "no condition with a reporting gap in this run", "cannot test")]
+    widest = sweep.iloc[-1]
+    beside = (f"; the equally-named control, {condition(controls.iloc[0])}" if len(controls) else "")
+    found.append(Finding("Captions that leave a group unnamed make it the unmarked default", said,
+                         f"unmarked gap, red minus blue, {condition(widest)}{beside}",
+                         difference_verdict(widest["ci_low_pp"], widest["ci_high_pp"])))
+    if len(sweep) < 2:
+        found.append(Finding("The more a group goes unnamed, the more it is unmarked (dose-response)", "not stated",
+                             "one reporting gap only in this run", "cannot test"))
+    else:
+        smallest = sweep.iloc[0]
+        found.append(Finding("The more a group goes unnamed, the more it is unmarked (dose-response)",
+                             "not stated (the explanation implies it)",
+                             f"widest gap, {condition(widest)}; smallest, {condition(smallest)}",
+                             order_verdict((widest["ci_low_pp"], widest["ci_high_pp"]),
+                                           (smallest["ci_low_pp"], smallest["ci_high_pp"]))))
+    return found
+
+
+def reporting_planted(gaps: pd.DataFrame, epochs: int, share_spread: float) -> tuple[str, list[bool]]:
+    """For :func:`reporting_findings`: what 01c's worlds plant, in words (how often captions name red,
+    the default, and blue in each condition, and red's share per kind), and that they plant both
+    claims' cause (a reporting gap) wherever the sweep has one."""
+    sweep = gaps.loc[~gaps["control"].astype(bool)]
+    widest = sweep["reporting_gap"].max() if len(sweep) else 0.0
+    shares = ("every kind half red" if share_spread == 0 else
+              f"red's share per kind from {50 * (1 - share_spread):.0f}% to {50 * (1 + share_spread):.0f}% (a second cause)")
+    text = (f"Mini-CLIPs trained here ({epochs} epochs per condition and seed) on worlds where captions name red, "
+            f"the default, less often than blue, by reporting gaps up to {widest:g}, and a control naming both "
+            f"equally; {shares}.")
+    return text, [bool(widest > 0), bool(widest > 0)]

@@ -42,7 +42,18 @@ def _world_clip_recipe(share_spread: float, seed: int, epochs: int, batch_size: 
     return world, config, about, cache_dir() / "trained" / f"world-clip-{key}"
 
 
-@register_trained("world-clip", "image-text", WORLD_CLIP_DEFAULTS, target=lambda **options: _world_clip_recipe(**options)[3])
+def explain_world_clip(share_spread: float, seed: int, epochs: int, train_per_kind: int, **named) -> str:
+    """One sentence: what ``trained:world-clip?...`` is and which causes its world plants."""
+    rates = ", ".join(f"{key.removesuffix('_named')} {value:.0%}" for key, value in named.items()
+                      if key.endswith("_named"))
+    low, high = 50 * (1 - share_spread), 50 * (1 + share_spread)
+    shares = ("every kind half red" if share_spread == 0 else f"red's share per kind from {low:.0f}% to {high:.0f}%")
+    return (f"a mini-CLIP trained here ({epochs} epochs, seed {seed}) on {train_per_kind} pictures per kind of the "
+            f"planted world, {shares}, captions naming each colour this often: {rates}")
+
+
+@register_trained("world-clip", "image-text", WORLD_CLIP_DEFAULTS, target=lambda **options: _world_clip_recipe(**options)[3],
+                  explain=explain_world_clip)
 def world_clip(**options) -> Path:
     """A mini-CLIP trained contrastively on a planted world's captions; captions with the same text are positives."""
     from ..data import load_dataset

@@ -308,9 +308,20 @@ def _world_diffusion_recipe(share_spread: float, seed: int, steps: int, batch_si
     return world, config, about, cache_dir() / "trained" / f"world-diffusion-{key}"
 
 
+def explain_world_diffusion(share_spread: float, seed: int, steps: int, batch_size: int, train_per_kind: int,
+                            image_size: int, **_) -> str:
+    """One sentence: what ``trained:world-diffusion?...`` is and which cause its world plants."""
+    low, high = 50 * (1 - share_spread), 50 * (1 + share_spread)
+    planted = ("every kind half red: no share is planted" if share_spread == 0 else
+               f"red's share per kind planted from {low:.0f}% to {high:.0f}%")
+    return (f"a diffusion model of {image_size}×{image_size}-pixel pictures trained here ({steps} steps of {batch_size} "
+            f"pictures, seed {seed}) on {train_per_kind} pictures per kind of the planted world, captions never "
+            f"naming the colour; {planted}")
+
+
 @register_trained("world-diffusion", "text-to-image", WORLD_DIFFUSION_DEFAULTS,
                   pipeline_class=world_diffusion_pipeline_class,
-                  target=lambda **options: _world_diffusion_recipe(**options)[3])
+                  target=lambda **options: _world_diffusion_recipe(**options)[3], explain=explain_world_diffusion)
 def world_diffusion(**options) -> Path:
     """A pixel-space text-to-image diffusion model trained on a planted world, captions never naming the colour."""
     from ..data import load_dataset

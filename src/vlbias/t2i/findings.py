@@ -137,3 +137,115 @@ def extension_findings(manifest: pd.DataFrame | None, probe: str | None, why_not
         found.append(Finding(claims[1], published[1], "no skin-tone probe on doctors in this run (probe = "
                              f"{probe!r})", "cannot test"))
     return found
+
+
+def reproducibility_findings(redrawn: pd.DataFrame, tolerance: int = 2) -> list:
+    """04a's claim (the source text's protocol, section 1.3): a fixed seed per image gives the same
+    picture again. ``redrawn``: :func:`vlbias.t2i.generation.redraw_check`. "supports" when no pixel of
+    any image drawn again differs from its file by more than ``tolerance`` 8-bit levels (a GPU's kernels
+    may differ in the last bit between runs), "contradicts" otherwise."""
+    from ..findings import Finding
+
+    if redrawn.empty:
+        raise ValueError("reproducibility_findings: redrawn is empty; draw some images again first (redraw_check).")
+    largest, mean = int(redrawn["max_difference"].max()), float(redrawn["mean_difference"].mean())
+    same = int((redrawn["max_difference"] == 0).sum())
+    return [Finding("A fixed seed per image gives the same picture again (the protocol of section 1.3)",
+                    "a fixed seed for every image (no number stated)",
+                    f"{len(redrawn)} images drawn again from their manifest seeds: {same} identical to the pixel; "
+                    f"largest difference {largest} of 255 levels, mean {mean:.2f}",
+                    "supports" if largest <= tolerance else "contradicts")]
+
+
+def reproducibility_planted(t2i_spec: str) -> tuple[str | None, list[bool] | None]:
+    """For :func:`reproducibility_findings`: what ``t2i_spec``'s world plants (no world plants whether a
+    seed reproduces a picture); ``(None, None)`` for the source's models."""
+    text, causes = planted(t2i_spec)
+    if text is None:
+        return None, None
+    return text, [False]
+
+
+def _published_cases(published: pd.DataFrame, case: str) -> str:
+    if "case" not in published:
+        return ""
+    rows = published[published["case"].astype(str) == case]
+    generated = rows[rows["measure"] == "generated_female_percent"].set_index("profession")["value"]
+    reference = rows[rows["measure"] == "reference_female_percent"].set_index("profession")["value"]
+    return "; ".join(f"{name}: {reference[name]:.1f}% women in the statistics, {value:.1f}% generated"
+                     for name, value in generated.items() if name in reference)
+
+
+def controlled_findings(guidance_grid: pd.DataFrame, main: str, changes: pd.DataFrame, cads_run: str,
+                        published: pd.DataFrame, confidence: float = 0.95) -> list:
+    """04e's claims, from the source text's analysis of where the bias comes from (its section 2.3) and
+    of CADS (3.2), on a model whose training data are known (``published``: the source's table,
+    ``vlbias.book.published(vlbias.t2i.bias.SOURCE_TABLE)``, whose amplified professions stand beside
+    claim 2):
+
+    1. imbalanced training data make imbalanced pictures: the generated shares rank the kinds as the
+       training data do (Spearman's ρ above 0 at the main guidance, ``guidance_grid.loc[main]``);
+    2. sampling amplifies the imbalance ("diffusion models tend to draw the typical sample"): the
+       amplification slope above 1;
+    3. CADS raises VRBS: the paired change of ``cads_run`` against plain sampling (``changes``:
+       :func:`vlbias.t2i.controlled.paired_changes`), from its bootstrap interval;
+    4. CADS makes the pictures more diverse: the change of the diversity within a kind, by a two-sided
+       sign test over the kinds (at ``1 - confidence``).
+    """
+    from scipy.stats import binomtest
+
+    from ..findings import Finding, difference_verdict
+
+    row = guidance_grid.loc[main]
+    vrbs_stated = published[published["measure"] == "vrbs"].pivot_table(index="model", columns="sampler", values="value")
+    found = [
+        Finding("Imbalanced training data make imbalanced pictures: the generated shares rank the kinds as the "
+                "training data do (section 2.3)", f"ρ = {_published(published, 'spearman_rho'):.2f} against labour "
+                "statistics (SD 1.4; its training data unknown)",
+                f"{main}: ρ = {row['rho']:.2f} [{row['rho low']:.2f}, {row['rho high']:.2f}] against the planted shares",
+                difference_verdict(row["rho low"], row["rho high"])),
+        Finding("Sampling amplifies the imbalance: shares further from 50% than the training data's (section 2.3)",
+                _published_cases(published, "amplified") or "stated, no number",
+                f"{main}: amplification slope {row['slope']:.2f} [{row['slope low']:.2f}, {row['slope high']:.2f}] "
+                "(1: the training data's skew)",
+                difference_verdict(row["slope low"] - 1, row["slope high"] - 1)),
+    ]
+    said = "; ".join(f"{model}: {stated['plain']:.2f} to {stated['CADS']:.2f}" for model, stated in vrbs_stated.iterrows()
+                     if {"plain", "CADS"} <= set(stated.index))
+    run = changes[changes["run"] == cads_run].set_index("measure")
+    if "VRBS" in run.index:
+        vrbs = run.loc["VRBS"]
+        found.append(Finding("CADS raises VRBS (section 3.2)", said,
+                             f"{cads_run}: {vrbs['a']:.3f} to {vrbs['b']:.3f}, change {vrbs['change']:+.3f} "
+                             f"[{vrbs['ci_low']:+.3f}, {vrbs['ci_high']:+.3f}] on the same seeds",
+                             difference_verdict(vrbs["ci_low"], vrbs["ci_high"])))
+    else:
+        found.append(Finding("CADS raises VRBS (section 3.2)", said, f"no CADS run named {cads_run!r}", "cannot test"))
+    claim = "CADS makes the pictures more diverse (section 3.2)"
+    if "diversity" in run.index:
+        diversity = run.loc["diversity"]
+        higher, kinds = int(diversity["kinds higher"]), int(diversity["kinds"])
+        p = binomtest(higher, kinds).pvalue if kinds else float("nan")
+        verdict = ("cannot tell" if not p < 1 - confidence else "supports" if higher > kinds / 2 else "contradicts")
+        found.append(Finding(claim, "poses and settings more varied (seen, no number stated)",
+                             f"{cads_run}: diversity within a kind {diversity['change']:+.3f}, higher in {higher} of "
+                             f"{kinds} kinds (sign test p = {p:.2g})", verdict))
+    else:
+        found.append(Finding(claim, "poses and settings more varied (seen, no number stated)",
+                             f"no diversity measured for {cads_run!r}", "cannot test"))
+    return found
+
+
+def controlled_planted(diffusion_spec: str) -> tuple[str | None, list[bool] | None]:
+    """For :func:`controlled_findings`: what the world of ``trained:world-diffusion?...`` plants (the share
+    of red per kind: claim 1 when the shares differ), and that it sets neither amplification nor what CADS
+    does; ``(None, None)`` for any other model."""
+    from ..models.trained import describe_trained, trained_options
+
+    if not str(diffusion_spec).startswith("trained:world-diffusion"):
+        return None, None
+    body = str(diffusion_spec).partition(":")[2]
+    _, options = trained_options(body)
+    return (f"The model: {describe_trained(body)}. The world sets the training data's shares; nothing in it sets "
+            "whether sampling amplifies them or what CADS does: those verdicts are the model's and the sampler's.",
+            [options["share_spread"] > 0, False, False, False])
