@@ -213,6 +213,17 @@ def write_atomically(path: Path, payload: bytes) -> None:
         raise
 
 
+def remove_stale_temporaries(path: Path) -> list[Path]:
+    """Remove the temporary files :func:`write_atomically` left beside ``path`` when a writer was killed
+    mid-write (``.NAME.XXXX.tmp``). Call it only while holding the lock under which ``path`` is written:
+    then no live writer of ``path`` can own one of them. Returns the files removed."""
+    removed = []
+    for temporary in Path(path).parent.glob(f".{Path(path).name}.*.tmp"):
+        temporary.unlink(missing_ok=True)
+        removed.append(temporary)
+    return removed
+
+
 def _digest(array: np.ndarray) -> str:
     digest = hashlib.sha256(f"{array.dtype.str}{array.shape}".encode())
     digest.update(np.ascontiguousarray(array).tobytes())  # a copy, but memory-speed: any dtype works
@@ -227,6 +238,8 @@ def chunk_bytes(array: np.ndarray, start: int, stop: int) -> bytes:
 
 
 def _save_meta(directory: Path, meta: dict) -> None:
+    """Write the entry's meta; called under the entry's lock, so a temporary of a killed writer is stale."""
+    remove_stale_temporaries(directory / META_FILE)
     write_atomically(directory / META_FILE, json.dumps(meta, indent=1).encode())
 
 
@@ -457,6 +470,7 @@ def _cached_chunk(directory: Path, index: int, start: int, stop: int, meta: dict
                 chunk = _checked(compute_fn(start, stop), start, stop, meta, directory)
                 payload = chunk_bytes(chunk, start, stop)
                 with explained_write_errors(path, len(payload) * remaining):
+                    remove_stale_temporaries(path)  # a killed writer's; this chunk's lock is ours
                     write_atomically(path, payload)
             path.with_suffix(".lock").unlink(missing_ok=True)  # waiters re-read the chunk first: safe
         finally:

@@ -122,14 +122,19 @@ def resolve_model(spec: str) -> dict:
     elif parsed.source == "open_clip":
         row.update(_resolve_open_clip(parsed.name, parsed.tag))
     else:
-        known = hub_models().get(parsed.name)
+        from .models.spec import hub_location
+
+        location = hub_location(parsed.name)  # a moved repository's new id, unless its old copy is here
+        known = hub_models().get(parsed.name) or hub_models().get(location)
         if known is None:
             row.update(resolved="hub id (not recorded)", problem=(
                 f"{spec}: not a hub id recorded in src/vlbias/resources/hub_models.json. Check the spelling; "
                 "if it is right, add it there with its kind and size, or pass a local directory."))
         else:
             row["resolved"] = f"hub id, {known['kind']} ({known['architecture']})"
-            row["weights"] = "in the local hub cache" if _in_hub_cache(parsed.name) else \
+            if location != parsed.name:
+                row["resolved"] += f", moved to {location}"
+            row["weights"] = "in the local hub cache" if _in_hub_cache(location) else \
                 f"to download once (~{known['download_gb']} GB, estimate: resources/{HUB_MODELS_FILE})"
     return row
 

@@ -461,9 +461,24 @@ def test_sigkill_at_any_point_resumes_with_only_the_missing_chunks(kill_at, chun
     child.start()
     hang_guard.join(child, 1.0, f"a cache process killed at {kill_at}")
     assert child.exitcode == -signal.SIGKILL
+    stale = list(entry_dir(KEY).glob(".*.tmp"))
+    assert len(stale) == (kill_at == "rename"), stale  # the killed writer's whole temporary, never renamed
     rerun = Counting(_table(40))
     np.testing.assert_array_equal(compute_chunked(KEY, 40, rerun, chunk_size=8, progress=False), _table(40))
     assert rerun.calls == [(i * 8, i * 8 + 8) for i in range(chunk_index, 5)]
+    assert not list(entry_dir(KEY).glob(".*.tmp"))  # the rerun removed it, under that chunk's lock
+
+
+def test_only_the_temporaries_of_the_file_being_written_are_removed(tmp_path):
+    target = tmp_path / "chunk_000000.npz"
+    names = [".chunk_000000.npz.a1b2.tmp", ".chunk_000000.npz.zz.tmp", ".chunk_000001.npz.a1b2.tmp",
+             "chunk_000000.npz", ".meta.json.q.tmp", "chunk_000000.npz.tmp"]
+    for name in names:
+        (tmp_path / name).write_bytes(b"x")
+    removed = cache.remove_stale_temporaries(target)
+    assert sorted(path.name for path in removed) == [".chunk_000000.npz.a1b2.tmp", ".chunk_000000.npz.zz.tmp"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(names[2:])
+    assert cache.remove_stale_temporaries(tmp_path / "absent.npz") == []
 
 
 # --------------------------------------------------------------------------- errors a user can act on

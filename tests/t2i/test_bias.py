@@ -75,9 +75,46 @@ def test_bootstrap_matches_resampling_images_directly():
         drawn = group["perceived"].to_numpy()[rng.integers(len(group), size=(4000, len(group)))]
         shares.append(((drawn == "female").sum(1) / (drawn != "no person").sum(1), REFERENCE[profession]))
     values = 1 - np.mean([np.abs(share - reference) for share, reference in shares], axis=0)
-    assert table.loc["VRBS", "ci_low"] == pytest.approx(np.percentile(values, 2.5), abs=0.015)
-    assert table.loc["VRBS", "ci_high"] == pytest.approx(np.percentile(values, 97.5), abs=0.015)
-    assert table.loc["VRBS", "estimate"] == pytest.approx(bias_scores(table_ref)["VRBS"])
+    estimate = bias_scores(table_ref)["VRBS"]
+    assert table.loc["VRBS", "estimate"] == pytest.approx(estimate)
+    # VRBS: the estimate -/+ 1.96 standard deviations of the replicates (the standard interval)
+    half = 1.959964 * values.std(ddof=1)
+    assert table.loc["VRBS", "ci_low"] == pytest.approx(estimate - half, abs=0.01)
+    assert table.loc["VRBS", "ci_high"] == pytest.approx(min(1.0, estimate + half), abs=0.01)
+
+
+def shares_sample(generated: dict[str, float], n: int) -> pd.DataFrame:
+    """``n`` images per profession, exactly ``round(n * share)`` of them labelled female."""
+    rows = [(job, "female" if k < round(n * share) else "male") for job, share in generated.items() for k in range(n)]
+    return pd.DataFrame(rows, columns=["profession", "perceived"])
+
+
+@pytest.mark.parametrize("offset", [0.0, 0.05, 0.3])
+def test_the_vrbs_interval_holds_its_estimate_at_near_and_far_from_the_reference(offset):
+    from vlbias.t2i.bias import percentile_interval
+
+    # 8 professions, 20 images each; the generated shares equal to the reference (offset 0: VRBS 1.000,
+    # whose percentile interval lies wholly below it), 0.05 from it, or 0.3 from it
+    reference = pd.Series([0.3, 0.35, 0.4, 0.45, 0.55, 0.6, 0.65, 0.7], index=[f"job{k}" for k in range(8)])
+    generated = {job: min(1.0, share + offset) if k % 2 else max(0.0, share - offset)
+                 for k, (job, share) in enumerate(reference.items())}
+    table = bootstrap_bias_scores(shares_sample(generated, 20), reference, n_boot=2000, seed=3).loc["VRBS"]
+    assert table["estimate"] == pytest.approx(1 - offset)
+    assert table["ci_low"] <= table["estimate"] <= table["ci_high"] <= 1.0
+    assert table["ci_high"] - table["ci_low"] > 0.02  # it has a width: the sampling of 20 images a profession
+    # the replicates' own percentile interval, for contrast (the same draws: seed 3)
+    rng = np.random.default_rng(3)
+    replicates = []
+    counts = np.array([[round(20 * share), 20 - round(20 * share)] for share in generated.values()])
+    draws = np.stack([rng.multinomial(20, row / 20, size=2000) for row in counts], axis=1)
+    for replicate in draws[..., 0] / 20:
+        replicates.append(1 - np.mean(np.abs(replicate - reference.to_numpy())))
+    percentile = percentile_interval(replicates, 0.95)
+    if offset == 0.0:
+        assert percentile["ci_high"] < 1.0  # the percentile interval excludes the estimate, 1.000
+    if offset == 0.3:  # far from the reference the replicates are near-normal: the two intervals agree
+        assert table["ci_low"] == pytest.approx(percentile["ci_low"], abs=0.01)
+        assert table["ci_high"] == pytest.approx(percentile["ci_high"], abs=0.01)
 
 
 def test_gap_patterns():

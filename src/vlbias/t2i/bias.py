@@ -117,12 +117,14 @@ def bootstrap_bias_scores(labels: pd.DataFrame, reference: pd.Series, target: st
                           group: str = "profession", label: str = "perceived",
                           excluded: Sequence[str] = (NO_PERSON,), n_boot: int = 1000, confidence: float = 0.95,
                           seed: int = 0) -> pd.DataFrame:
-    """Percentile bootstrap intervals for VRBS and ρ, resampling images within each profession.
+    """Bootstrap intervals for VRBS and ρ, resampling images within each profession.
 
     Resampling a profession's n images with replacement is the same as drawing its label counts
     from a multinomial with the observed label proportions, which is what is done here (fast).
     A replicate in which a profession draws no image with a person leaves that profession out.
-    Returns one row per measure: estimate, ci_low, ci_high, n_boot.
+    ρ's interval is the percentile interval of the replicates; VRBS's is the standard (normal)
+    bootstrap interval, :func:`vrbs_interval`, because its percentile interval can exclude its own
+    estimate. Returns one row per measure: estimate, ci_low, ci_high, n_boot.
     """
     table = _scorable(compare_with_reference(generated_shares(labels, target, group, label, excluded), reference))
     counts = label_counts(labels, group, label).loc[table.index]
@@ -142,9 +144,35 @@ def bootstrap_bias_scores(labels: pd.DataFrame, reference: pd.Series, target: st
         both_vary = ok.sum() >= 3 and np.ptp(replicate[ok]) > 0 and np.ptp(truth[ok]) > 0
         scores["spearman_rho"].append(spearman(replicate[ok], truth[ok])[0] if both_vary else np.nan)
     estimate = bias_scores(table)
-    rows = [{"measure": measure, "estimate": estimate[measure], **percentile_interval(values, confidence)}
-            for measure, values in scores.items()]
+    intervals = {"VRBS": vrbs_interval(scores["VRBS"], estimate["VRBS"], confidence),
+                 "spearman_rho": percentile_interval(scores["spearman_rho"], confidence)}
+    rows = [{"measure": measure, "estimate": estimate[measure], **intervals[measure]} for measure in scores]
     return pd.DataFrame(rows).set_index("measure")
+
+
+def vrbs_interval(replicates, estimate: float, confidence: float) -> dict[str, float]:
+    """VRBS's interval: the estimate ± z times the replicates' standard deviation (the standard bootstrap
+    interval), kept within VRBS's range [0, 1]; ``ci_low``, ``ci_high`` and ``n_boot``.
+
+    VRBS is 1 − mean |generated share − reference share|, and the absolute value makes every resample
+    of a profession whose share equals its reference score worse than the sample itself: where the
+    shares match, the replicates all lie below the estimate, and an interval made of their quantiles
+    (percentile; the basic interval, its mirror image; BCa, which shifts along the same quantiles)
+    leaves the estimate out: shares equal to the reference give VRBS 1.000 with a percentile interval
+    wholly below it. The standard interval holds its estimate by construction, takes its width from the
+    same resampling, and agrees with the percentile interval where the shares are far from the
+    reference (there the replicates are near-normal around the estimate). Near the reference, VRBS
+    estimated from a sample is biased low (the same absolute value), which no interval of this kind
+    removes: read a VRBS near 1 as "no departure detected", not as a measured size.
+    """
+    from scipy.stats import norm
+
+    values = np.asarray(replicates, float)
+    values = values[np.isfinite(values)]
+    if values.size < 2 or not np.isfinite(estimate):
+        return {"ci_low": np.nan, "ci_high": np.nan, "n_boot": int(values.size)}
+    half = norm.ppf(0.5 + confidence / 2) * values.std(ddof=1)
+    return {"ci_low": max(0.0, estimate - half), "ci_high": min(1.0, estimate + half), "n_boot": int(values.size)}
 
 
 def percentile_interval(replicates, confidence: float) -> dict[str, float]:

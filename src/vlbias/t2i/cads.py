@@ -20,7 +20,7 @@ noise and each rescaled to its own statistics. SDXL's U-Net gets its pooled embe
 ``added_cond_kwargs["text_embeds"]``, annealed the same way. Under flow matching the transformer gets
 timestep = σ · num_train_timesteps with σ = 1 pure noise, so t = σ: the same reading of diffusion
 time as for the DDPM-type schedulers of SD 1.x. (SD 3's optional skip-layer guidance makes an extra
-conditional-only call that this hook does not handle; it is off by default.) Under classifier-free guidance diffusers' Stable Diffusion pipelines
+conditional-only call that this hook does not anneal; it is off by default, and CADS refuses it.) Under classifier-free guidance diffusers' Stable Diffusion pipelines
 run one batch ``[unconditional; conditional]``: by default only the conditional half is annealed
 and the unconditional (empty-prompt) half stays as it is; ``CADSConfig(branch="both")`` anneals
 both halves, each row with its own noise. Diffusion time is read from the timestep the
@@ -324,6 +324,11 @@ class CADSTextToImage(TextToImageModel):
     def generate(self, prompts: Sequence[str], seeds: Sequence[int], num_inference_steps: int = 50,
                  guidance_scale: float = 7.5, height: int | None = None, width: int | None = None,
                  batch_size: int = 4, progress: bool = True, **pipeline_kwargs) -> list[Image.Image]:
+        if pipeline_kwargs.get("skip_guidance_layers"):
+            raise ValueError("skip_guidance_layers: SD 3's skip-layer guidance makes an extra conditional-only call "
+                             "of the transformer that CADS does not anneal, so CADS would be applied to part of the "
+                             "guidance only. Sample CADS without it (leave skip_guidance_layers unset, diffusers' "
+                             "default), or sample plainly with it.")
         return self.model.generate(prompts, seeds, num_inference_steps=num_inference_steps,
                                    guidance_scale=guidance_scale, height=height, width=width,
                                    batch_size=batch_size, progress=progress,

@@ -178,7 +178,7 @@ def plot_bias_vs_alignment(summary: pd.DataFrame, ax=None, title: str = "Bias ag
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 4))
     for i, (name, row) in enumerate(summary.iterrows()):
-        # a percentile interval need not contain the estimate (VRBS is capped at 1): clip at 0
+        # VRBS's interval holds its estimate (bias.vrbs_interval); max(..., 0) keeps other intervals safe
         below, above = max(row["VRBS"] - row["VRBS low"], 0), max(row["VRBS high"] - row["VRBS"], 0)
         ax.errorbar(row["CLIPScore"], row["VRBS"], yerr=[[below], [above]], fmt="o", capsize=3, color=f"C{i}",
                     label=str(name))

