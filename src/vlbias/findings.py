@@ -75,7 +75,7 @@ def findings_box(findings: list[Finding], planted: str | None = None, causes: li
         raise ValueError("findings_box: give at least one Finding")
     rows = "".join(
         f"<tr><td>{html.escape(f.claim)}</td><td>{html.escape(f.published)}</td><td>{html.escape(f.ours)}</td>"
-        f'<td style="color:{VERDICTS[f.verdict][1]};white-space:nowrap"><b>{VERDICTS[f.verdict][0]}</b></td></tr>'
+        f'<td style="color:{VERDICTS[f.verdict][1]}"><b>{VERDICTS[f.verdict][0]}</b></td></tr>'
         for f in findings)
     counts = {verdict: sum(f.verdict == verdict for f in findings) for verdict in VERDICTS}
     summary = ", ".join(f"{verdict} {count}" for verdict, count in counts.items() if count)
@@ -84,7 +84,10 @@ def findings_box(findings: list[Finding], planted: str | None = None, causes: li
     claims = "the published claim" if len(findings) == 1 else f"the {len(findings)} published claims"
     body = (f"<p>{claims[0].upper() + claims[1:]} this page tests, and what this run says of "
             f"{'it' if len(findings) == 1 else 'each'} ({summary}):</p>{style}"
-            '<table class="vlbias-findings"><thead><tr><th>the paper says</th><th>published</th><th>this run</th>'
+            # fixed column widths: the claims and this run's numbers get the room, not the longest word
+            '<table class="vlbias-findings" style="table-layout:fixed;width:97%"><colgroup><col style="width:28%">'
+            '<col style="width:22%"><col style="width:34%"><col style="width:16%"></colgroup>'
+            '<thead><tr><th>the paper says</th><th>published</th><th>this run</th>'
             f"<th>verdict</th></tr></thead><tbody>{rows}</tbody></table>")
     if planted:
         causes = list(causes) if causes is not None else [True] * len(findings)

@@ -154,6 +154,20 @@ def caliskan_tests() -> list[dict]:
     return json.loads(text)["tests"]
 
 
+def abbreviated_missing(missing: str, per_set: int = 4) -> str:
+    """A battery row's ``missing`` ("X: a, b, c; A: d") with at most ``per_set`` words of each set shown
+    and the rest counted ("X: a, b, … (+12)"), so that a table of many tests stays readable."""
+    if per_set < 1:
+        raise ValueError(f"per_set={per_set!r}: show at least one word of each set.")
+    parts = []
+    for part in filter(None, (piece.strip() for piece in str(missing or "").split(";"))):
+        key, _, words = part.partition(":")
+        words = [word.strip() for word in words.split(",") if word.strip()]
+        shown = ", ".join(words[:per_set]) + (f", … (+{len(words) - per_set})" if len(words) > per_set else "")
+        parts.append(f"{key.strip()}: {shown}")
+    return "; ".join(parts)
+
+
 def run_weat_battery(embed, tests: list[dict], n_permutations: int = MIN_MONTE_CARLO,
                      max_exact: int = MAX_EXACT_PARTITIONS, seed: int = 0, name: str = "",
                      min_found_share: float = 1.0):

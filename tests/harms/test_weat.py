@@ -247,3 +247,14 @@ def test_ties_off_by_float_rounding_count_at_any_scale():
     values = [float(w) for w in words]
     assert values[2] + values[3] != values[0] + values[1] and expected == 4 / 6
     assert weat_test_from_scores(values[:2], values[2:]).p_value == pytest.approx(expected)
+
+
+def test_missing_words_are_abbreviated_per_set_with_the_rest_counted():
+    from vlbias.weat import abbreviated_missing
+
+    missing = "X: aster, clover, hyacinth, marigold, azalea, crocus; Y: bedbug; A: caress"
+    assert abbreviated_missing(missing) == "X: aster, clover, hyacinth, marigold, … (+2); Y: bedbug; A: caress"
+    assert abbreviated_missing(missing, per_set=1) == "X: aster, … (+5); Y: bedbug; A: caress"
+    assert abbreviated_missing("") == abbreviated_missing(None) == ""
+    with pytest.raises(ValueError, match="per_set=0"):
+        abbreviated_missing(missing, per_set=0)

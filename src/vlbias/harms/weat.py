@@ -8,6 +8,6 @@ the core (:mod:`vlbias.weat`); this module names what the chapter's notebooks ca
 
 from __future__ import annotations
 
-from ..weat import caliskan_tests, run_weat_battery, sentence_embedder
+from ..weat import abbreviated_missing, caliskan_tests, run_weat_battery, sentence_embedder
 
-__all__ = ["caliskan_tests", "run_weat_battery", "sentence_embedder"]
+__all__ = ["abbreviated_missing", "caliskan_tests", "run_weat_battery", "sentence_embedder"]
