@@ -55,7 +55,46 @@ def _parser() -> argparse.ArgumentParser:
 
     tiny = commands.add_parser("tiny", help="build the tiny: fixture checkpoints and print where they are")
     tiny.add_argument("names", nargs="*", help="tiny model names (default: all)")
+
+    rehearsal = commands.add_parser("rehearsal", help="the full profile's dress rehearsal: a local hub mirror of "
+                                                      "random-weight checkpoints, and the data sets at small size")
+    rehearsal.add_argument("action", choices=["list", "build", "data"],
+                           help="list: what the mirror holds or cannot; build: write it; data: write the data sets")
+    rehearsal.add_argument("folder", type=Path, nargs="?", help="the mirror (use as HF_HOME) or the data folder "
+                                                                 "(use as VLBIAS_DATA_DIR)")
+    rehearsal.add_argument("--only", action="append", default=[], metavar="SPEC", help="this model spec only; repeatable")
+    rehearsal.add_argument("--profile", default="full")
+    rehearsal.add_argument("--project-dir", type=Path, default=None)
     return parser
+
+
+def _rehearsal(args) -> int:
+    from . import rehearsal
+
+    if args.action == "data":
+        if args.folder is None:
+            raise SystemExit("rehearsal data: give the folder to write the data sets into (then VLBIAS_DATA_DIR=FOLDER)")
+        for name, folder in rehearsal.write_rehearsal_data(args.folder).items():
+            print(f"{name}\t{folder}")
+        return 0
+    specs = rehearsal.profile_specs(args.profile, args.project_dir)
+    if args.only:
+        unknown = sorted(set(args.only) - set(specs))
+        if unknown:
+            raise SystemExit(f"rehearsal: --only {', '.join(unknown)}: not a spec of the {args.profile} profile; "
+                             f"its specs: {', '.join(specs)}")
+        specs = {spec: specs[spec] for spec in args.only}
+    targets = rehearsal.mirror_targets(specs)
+    if args.action == "list":
+        for target in targets:
+            print(f"{target.spec}\t{target.repo_id}\t{target.builder or 'cannot build: ' + target.reason}")
+        return 0
+    if args.folder is None:
+        raise SystemExit("rehearsal build: give the mirror folder (then HF_HOME=FOLDER HF_HUB_OFFLINE=1)")
+    rows = rehearsal.build_mirror(args.folder, targets)
+    for row in rows:
+        print(f"{row['status']}\t{row['spec']}\t{row['repo']}\t{row['gb']:.2f} GB\t{row['reason']}")
+    return 0
 
 
 def _plan_arguments(parser: argparse.ArgumentParser) -> None:
@@ -96,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
 
             return open_notebook(args.name, args.profile, args.assignments, args.project_dir,
                                  launch=not args.no_launch)
+        if args.command == "rehearsal":
+            return _rehearsal(args)
         if args.command == "tiny":
             from .models import load_tiny_builders, tiny_checkpoint
 

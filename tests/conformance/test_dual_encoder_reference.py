@@ -27,7 +27,7 @@ import torch
 from PIL import Image
 
 from vlbias.models import load_image_text_model
-from vlbias.models.conversion import recorded_hf_config, write_clip_tokenizer_files
+from vlbias.models.conversion import he_scaled_convolutions, recorded_hf_config, write_clip_tokenizer_files
 
 pytestmark = pytest.mark.conformance
 
@@ -85,23 +85,12 @@ def build(hub_id, directory):
     torch.manual_seed(0)
     model = getattr(transformers, recorded["model_class"])(config).eval()
     if recorded["model_class"] == "AlignModel":
-        _he_scaled_convolutions(model)
+        he_scaled_convolutions(model)
     tokenizer = TOKENIZERS[hub_id](recorded, directory)
     image_processor = getattr(transformers, recorded["image_processor"]["class"])(**_values(recorded, "image_processor"))
     processor = PROCESSORS[hub_id](image_processor, tokenizer)
     scored = model.clip if recorded["model_class"] == "CLIPSegForImageSegmentation" else model
     return model, scored, processor
-
-
-def _he_scaled_convolutions(model):
-    """Redraw every convolution with std sqrt(2 / fan_in). Hugging Face's init (std 0.02) shrinks
-    EfficientNet-B7's activations to about 1e-22 over its 55 blocks, and the image embedding's norm then
-    underflows to 0 (NaN after normalising) in both paths; He-scaled weights keep the signal's scale."""
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, torch.nn.Conv2d):
-                fan_in = module.weight[0].numel()
-                module.weight.normal_(0.0, (2.0 / fan_in) ** 0.5)
 
 
 def _processor(name):

