@@ -81,13 +81,21 @@ def hub_models() -> dict[str, dict]:
     return {key: value for key, value in resource_json(HUB_MODELS_FILE).items() if not key.startswith("_")}
 
 
+#: files whose presence in the local hub cache means a checkpoint was downloaded: a transformers or
+#: diffusers config, or open_clip's weights (open_clip downloads the weights file alone)
+HUB_CACHE_MARKERS = ("config.json", "model_index.json", "open_clip_config.json", "open_clip_model.safetensors",
+                     "open_clip_pytorch_model.bin")
+
+
 def _in_hub_cache(repo_id: str) -> bool:
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:
         return False
-    return any(isinstance(try_to_load_from_cache(repo_id, name), str)
-               for name in ("config.json", "model_index.json", "open_clip_config.json"))
+    from .models.identity import hub_cache_dir
+
+    cache = str(hub_cache_dir())  # read now, as the identity module reads it, not when huggingface_hub was imported
+    return any(isinstance(try_to_load_from_cache(repo_id, name, cache_dir=cache), str) for name in HUB_CACHE_MARKERS)
 
 
 def resolve_model(spec: str) -> dict:

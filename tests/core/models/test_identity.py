@@ -269,3 +269,14 @@ def test_a_moved_hub_id_reads_its_old_local_copy_else_its_new_home(tmp_path, mon
     fake_hub_cache(tmp_path / "hub", old, "f" * 40, files=("model_index.json",))  # downloaded before the move
     assert hub_location(old) == locate(old) == old and weights_of(old) == "revision:" + "f" * 40
     assert "moved" not in resolve_spec(old)["resolved"]
+
+
+def test_open_clip_weights_downloaded_alone_count_as_in_the_local_hub_cache(tmp_path, monkeypatch):
+    from vlbias.plan import resolve_model
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert resolve_model("ViT-B-32/openai")["weights"] == "to download once"
+    # open_clip fetches its weights file alone, without a config: that is a download done
+    fake_hub_cache(tmp_path / "hub", "timm/vit_base_patch32_clip_224.openai", "9" * 40,
+                   files=("open_clip_model.safetensors",))
+    assert resolve_model("ViT-B-32/openai")["weights"] == "in the local hub cache"
