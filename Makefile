@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # of retrying for minutes, and CLIPTokenizer.from_pretrained(hub_id) cannot silently come back empty.
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
-.PHONY: book test full venv benchmarks mutation clean
+.PHONY: book test full rehearsal venv benchmarks mutation clean
 
 venv: $(STAMP)
 
@@ -41,6 +41,18 @@ test: $(STAMP)
 # run `python -m vlbias plan --profile full` first.
 full: $(STAMP)
 	$(PY) -m vlbias run --profile full $(if $(PART),--part $(PART))
+
+# The full profile's dress rehearsal (issue 24, in progress; see README): random-weight checkpoints in a
+# hub mirror of its own and small data, then the preflight, precompute on a local Ray instance and every
+# notebook, offline, with only the sizes of params/rehearsal.yml changed. Tens of GB in REHEARSAL.
+REHEARSAL ?= rehearsal
+REHEARSAL_ENV := $(OFFLINE) HF_HOME=$(abspath $(REHEARSAL))/mirror VLBIAS_DATA_DIR=$(abspath $(REHEARSAL))/data VLBIAS_CACHE_DIR=$(abspath $(REHEARSAL))/cache
+rehearsal: $(STAMP)
+	$(OFFLINE) $(PY) -m vlbias rehearsal build $(REHEARSAL)/mirror
+	$(OFFLINE) $(PY) -m vlbias rehearsal data $(REHEARSAL)/data
+	$(REHEARSAL_ENV) $(PY) -m vlbias plan --profile rehearsal
+	$(REHEARSAL_ENV) $(PY) -m vlbias precompute --profile rehearsal
+	$(REHEARSAL_ENV) $(PY) -m vlbias run --profile rehearsal $(if $(PART),--part $(PART))
 
 benchmarks: $(STAMP)
 	$(OFFLINE) $(PY) benchmarks/run_all.py

@@ -87,6 +87,13 @@ def profile_banner(profile: str, details: str = "", models: str | None = None, s
             body = _DEMO_WORLD_DATA.format(details=details)
     elif profile == "demo":
         kind, title, body = "warning", "Demo output: small models and samples", _DEMO_REAL.format(details=details)
+    elif profile == "rehearsal":
+        kind, title = "warning", "Rehearsal: random weights, small data"
+        body = ("This page ran the <b>full profile's</b> code paths, its models named by their own hub ids and "
+                "open_clip tags, on <b>checkpoints with random weights</b> (a local hub mirror, <code>python -m "
+                "vlbias rehearsal build</code>) and <b>small generated copies</b> of the data sets, with sizes "
+                f"from <code>params/rehearsal.yml</code>: {details}. Its numbers mean nothing; that it ran shows "
+                "every model loading and every step running.")
     else:
         kind, title = "note", f"Profile: {html.escape(profile)}"
         body = f"Numbers on this page were computed in this run with: {details}."

@@ -148,8 +148,12 @@ def resolve_profile(root: Path, profile: str) -> tuple[str, Path]:
     return text, root / "params" / f"{text}.yml"
 
 
-def load_profile(root: Path, profile: str) -> dict[str, Any]:
-    """The profile's contents; a file that is not valid YAML is named with its line and column."""
+def load_profile(root: Path, profile: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The profile's contents; a file that is not valid YAML is named with its line and column.
+
+    A profile may say ``extends: BASE``: it is then the base profile with its own ``env``, ``timeouts``,
+    ``defaults`` and per-notebook values laid over the base's, key by key (the rehearsal is the full
+    profile with sizes overlaid)."""
     _, path = resolve_profile(root, profile)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -160,16 +164,31 @@ def load_profile(root: Path, profile: str) -> dict[str, Any]:
         raise RunnerError(f"{where}: not valid YAML: {what or error}".replace("\n", " ")) from None
     if not isinstance(data, dict):
         raise RunnerError(f"{path}: expected a mapping with env, defaults and notebooks, got {type(data).__name__}.")
-    unknown = set(data) - {"env", "defaults", "notebooks", "description", "timeouts"}
+    unknown = set(data) - {"env", "defaults", "notebooks", "description", "timeouts", "extends"}
     if unknown:
         raise RunnerError(f"{path}: unknown top-level keys {sorted(unknown)}.")
-    for section in ("env", "defaults", "notebooks"):
+    for section in ("env", "defaults", "notebooks", "timeouts"):
         if not isinstance(data.get(section) or {}, dict):
             raise RunnerError(f"{path}: {section} must be a mapping, got {type(data[section]).__name__}.")
     for name, values in (data.get("notebooks") or {}).items():
         if not isinstance(values or {}, dict):
             raise RunnerError(f"{path}: notebooks: {name} must be a mapping of parameters, got {values!r}.")
-    return data
+    base_name = data.pop("extends", None)
+    if base_name is None:
+        return data
+    if not isinstance(base_name, str) or "/" in base_name or base_name.endswith((".yml", ".yaml")):
+        raise RunnerError(f"{path}: extends must name a profile in {root / 'params'} (e.g. full), got {base_name!r}.")
+    if base_name in _seen or base_name == path.stem:
+        raise RunnerError(f"{path}: extends {base_name!r} makes a loop ({' -> '.join(_seen + (path.stem, base_name))}).")
+    base = load_profile(root, base_name, _seen + (path.stem,))
+    merged = {"description": data.get("description", base.get("description", ""))}
+    for section in ("env", "defaults", "timeouts"):
+        merged[section] = {**(base.get(section) or {}), **(data.get(section) or {})}
+    notebooks = {name: dict(values or {}) for name, values in (base.get("notebooks") or {}).items()}
+    for name, values in (data.get("notebooks") or {}).items():
+        notebooks[name] = {**notebooks.get(name, {}), **(values or {})}
+    merged["notebooks"] = notebooks
+    return merged
 
 
 def plan_run(root: Path, profile: str, only: Iterable[str] = (), assignments: Iterable[str] = (),

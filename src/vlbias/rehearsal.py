@@ -49,6 +49,16 @@ PROCESSORS = {"CLIPModel": "CLIPProcessor", "AlignModel": "AlignProcessor", "Alt
 _UNIGRAM_CHARACTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,;:!?'\"-()/&%+*=#@"
 
 
+#: what ``params/rehearsal.yml`` may set: sizes (images, pairs, repetitions, steps, resolution, epochs,
+#: tokens) and nothing that changes which models, data or settings the full profile runs
+SIZE_PARAMETERS = frozenset({
+    "repetitions", "permutations", "epochs", "early_epochs", "train_per_kind", "test_per_kind", "n_seeds",
+    "n_bootstrap", "n_boot", "n_permutations", "max_exact", "mean_image_count", "max_train_images",
+    "max_test_images", "max_pairs", "n_per_scenario", "max_new_tokens", "images_per_profession",
+    "comparison_images_per_profession", "images_per_kind", "num_inference_steps", "height", "width",
+    "comparison_size"})
+
+
 @dataclass
 class Target:
     """One checkpoint of the mirror: the spec the profile names, the hub repository it is read from,
@@ -344,7 +354,8 @@ def write_rehearsal_data(root: str | Path) -> dict[str, Path]:
     (for ``VLBIAS_DATA_DIR=root``): FairFace in its Hugging Face parquet layout (``fairface``, the folder
     the notebooks read) and in the official CSV layout (``fairface-official``, for ``--set
     data_root=...``), COCO 2017 (val2017) and Flickr30k in Karpathy's split, each written by the same
-    writers as the loaders' test fixtures."""
+    writers as the loaders' test fixtures, and the published word-vector files
+    (:func:`write_rehearsal_word_vectors`)."""
     from .data.registry import write_fixture
 
     root = Path(root)
@@ -355,4 +366,25 @@ def write_rehearsal_data(root: str | Path) -> dict[str, Path]:
         if not target.exists():
             write_fixture(name, target, **options)
         written[folder] = target
+    written["word_vectors"] = write_rehearsal_word_vectors(root / "word_vectors")
     return written
+
+
+def write_rehearsal_word_vectors(folder: str | Path, dim: int = 300, seed: int = 0) -> Path:
+    """The full profile's published word-vector files (GloVe 840B's text, word2vec GoogleNews' binary) under
+    their own names in ``folder``, at 300 dimensions, holding random vectors for the words of Caliskan et
+    al.'s ten tests only (both cased and lower case) and a few hundred others."""
+    import numpy as np
+
+    from .harms.word_vectors import WORD_VECTOR_FILES, write_text_vectors, write_word2vec_binary
+    from .weat import caliskan_tests
+
+    folder = Path(folder)
+    words = sorted({word for test in caliskan_tests() for key in "XYAB" for word in test[key]})
+    words = list(dict.fromkeys(words + [word.lower() for word in words] + [f"filler{i}" for i in range(300)]))
+    vectors = np.random.default_rng(seed).normal(size=(len(words), dim)).astype(np.float32)
+    for spec, writer in (("glove-840b-300d", write_text_vectors), ("word2vec-googlenews-300d", write_word2vec_binary)):
+        path = folder / WORD_VECTOR_FILES[spec].filename
+        if not path.exists():
+            writer(path, words, vectors)
+    return folder

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from vlbias import rehearsal
@@ -118,7 +119,7 @@ def test_the_data_sets_are_written_at_their_official_layouts_for_the_default_dat
     from vlbias.data import load_dataset
 
     written = rehearsal.write_rehearsal_data(tmp_path)
-    assert set(written) == {"fairface", "fairface-official", "coco", "flickr30k"}
+    assert set(written) == {"fairface", "fairface-official", "coco", "flickr30k", "word_vectors"}
     assert (tmp_path / "fairface-official" / "fairface_label_val.csv").exists()
     assert list((tmp_path / "fairface" / "1.25").glob("validation-*.parquet"))
     assert (tmp_path / "coco" / "annotations" / "captions_val2017.json").exists()
@@ -128,6 +129,14 @@ def test_the_data_sets_are_written_at_their_official_layouts_for_the_default_dat
     assert len(parquet) == len(official) > 0 and list(parquet.records["race"]) == list(official.records["race"])
     assert len(load_dataset("coco", root=None, split="val2017")) > 0
     assert len(load_dataset("flickr30k", root=None, split=["val", "test"])) > 0
+    # the published word-vector files, in their formats, with every word of the ten tests
+    from vlbias.harms.word_vectors import load_word_vectors
+    from vlbias.weat import caliskan_tests
+
+    glove, word2vec = load_word_vectors("glove-840b-300d"), load_word_vectors("word2vec-googlenews-300d")
+    assert glove.vectors.shape[1] == word2vec.vectors.shape[1] == 300
+    np.testing.assert_allclose(glove.vectors, word2vec.vectors, atol=1e-5)  # text at 5 decimals, binary exact
+    assert all(glove.find(word) is not None for test in caliskan_tests() for key in "XYAB" for word in test[key])
     again = rehearsal.write_rehearsal_data(tmp_path)  # written once: kept
     assert again == written
 
@@ -141,3 +150,48 @@ def test_the_command_lists_the_mirror_and_refuses_a_spec_the_profile_does_not_na
         main(["rehearsal", "list", "--only", "not/a-model", "--project-dir", str(REPO)])
     with pytest.raises(SystemExit, match="rehearsal build: give the mirror folder"):
         main(["rehearsal", "build", "--only", "bert-base-uncased", "--project-dir", str(REPO)])
+
+
+def test_the_rehearsal_profile_is_the_full_profile_with_sizes_only():
+    import yaml
+
+    from vlbias import profiles
+
+    raw = yaml.safe_load((REPO / "params" / "rehearsal.yml").read_text())
+    assert raw["extends"] == "full" and set(raw) == {"description", "extends", "notebooks"}
+    for name, values in raw["notebooks"].items():
+        assert set(values) <= rehearsal.SIZE_PARAMETERS, (name, set(values) - rehearsal.SIZE_PARAMETERS)
+    run, full = profiles.plan_run(REPO, "rehearsal"), profiles.plan_run(REPO, "full")
+    assert run.env == full.env and run.timeouts == full.timeouts
+    for name, values in run.parameters.items():
+        sizes = {key for key in values if key in rehearsal.SIZE_PARAMETERS and key in raw["notebooks"].get(name, {})}
+        rest = {key: value for key, value in values.items() if key not in sizes and key != "profile"}
+        assert rest == {key: value for key, value in full.parameters[name].items()
+                        if key not in sizes and key != "profile"}, name
+    assert run.parameters["04c_cads"]["noise_scales"] == full.parameters["04c_cads"]["noise_scales"]  # kept from full
+
+
+def test_a_profile_extends_another_key_by_key_and_a_loop_is_refused(tmp_path):
+    from vlbias import profiles
+
+    (tmp_path / "params").mkdir()
+    (tmp_path / "params" / "base.yml").write_text(
+        "env: {A: '1', B: '2'}\ntimeouts: {default: 10, x: 20}\nnotebooks:\n  n1: {p: 1, q: 2}\n  n2: {r: 3}\n")
+    (tmp_path / "params" / "small.yml").write_text(
+        "extends: base\nenv: {B: '3'}\ntimeouts: {x: 5}\nnotebooks:\n  n1: {q: 9}\n  n3: {s: 4}\n")
+    merged = profiles.load_profile(tmp_path, "small")
+    assert merged["env"] == {"A": "1", "B": "3"} and merged["timeouts"] == {"default": 10, "x": 5}
+    assert merged["notebooks"] == {"n1": {"p": 1, "q": 9}, "n2": {"r": 3}, "n3": {"s": 4}}
+    (tmp_path / "params" / "base.yml").write_text("extends: small\n")
+    with pytest.raises(profiles.RunnerError, match="extends 'small' makes a loop"):
+        profiles.load_profile(tmp_path, "small")
+    (tmp_path / "params" / "odd.yml").write_text("extends: ../full.yml\n")
+    with pytest.raises(profiles.RunnerError, match="extends must name a profile"):
+        profiles.load_profile(tmp_path, "odd")
+
+
+def test_the_rehearsal_banner_says_its_numbers_mean_nothing():
+    from vlbias import book
+
+    banner = book.profile_banner("rehearsal", details="ViT-B-32/openai").data
+    assert "Rehearsal: random weights, small data" in banner and "Its numbers mean nothing" in banner

@@ -159,6 +159,28 @@ def load_text_vectors(path: Path, max_words: int | None = None) -> WordVectors:
     return WordVectors(path.name, words, np.vstack(rows))
 
 
+def write_text_vectors(path: Path, words, vectors) -> Path:
+    """``words`` and their ``vectors`` in GloVe's text format (a word, then its values, space separated)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        for word, row in zip(words, np.asarray(vectors, dtype=np.float32)):
+            handle.write(word + " " + " ".join(f"{value:.5f}" for value in row) + "\n")
+    return path
+
+
+def write_word2vec_binary(path: Path, words, vectors) -> Path:
+    """``words`` and their ``vectors`` in word2vec's binary format, as :func:`load_word2vec_binary` reads it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    vectors = np.asarray(vectors, dtype="<f4")
+    with open(path, "wb") as handle:
+        handle.write(f"{len(words)} {vectors.shape[1]}\n".encode())
+        for word, row in zip(words, vectors):
+            handle.write(word.encode("utf-8") + b" " + row.tobytes() + b"\n")
+    return path
+
+
 def load_word2vec_binary(path: Path, max_words: int | None = None, name: str | None = None) -> WordVectors:
     """The original word2vec binary format: a ``count dim`` line, then ``word<space>`` + dim float32."""
     with open(path, "rb") as handle:
