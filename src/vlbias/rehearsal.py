@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Iterable
 
 #: bump when the same recipe would write a different checkpoint
-MIRROR_VERSION = 1
+MIRROR_VERSION = 2  # 2: BERT's real vocabulary (1 wrote an empty one: transformers 5 takes it positionally)
 MANIFEST = "vlbias-mirror.json"
 #: the processor class each hub model class is saved with
 PROCESSORS = {"CLIPModel": "CLIPProcessor", "AlignModel": "AlignProcessor", "AltCLIPModel": "AltCLIPProcessor",
@@ -179,7 +179,7 @@ def _tokenizer(recorded: dict, work: Path):
     if name.startswith("BertTokenizer"):
         from .assets import minilm_dir
 
-        return tokenizer_class(vocab_file=str(minilm_dir() / "vocab.txt"), **values)
+        return tokenizer_class(str(minilm_dir() / "vocab.txt"), **values)  # positional: transformers 5's `vocab`
     if name == "GPT2Tokenizer":
         files = write_byte_level_bpe_files(work / "gpt2-bpe", (), trailing=("<|endoftext|>",))
         return tokenizer_class(str(files / "vocab.json"), str(files / "merges.txt"), **values)
@@ -190,6 +190,19 @@ def _tokenizer(recorded: dict, work: Path):
     if name == "XLMRobertaTokenizer":
         return unigram_stand_in(tokenizer_class, **values)
     raise ValueError(f"{recorded['hub_id']}: no tokenizer recipe for {name}")
+
+
+def check_real_vocabulary(recorded: dict, tokenizer) -> None:
+    """A real vocabulary (CLIP's, BERT's, SmolLM2's) must fill the model's embedding table exactly, as
+    the hub checkpoint's does: a tokenizer that came out empty or short would turn every word into
+    <unk> and make every caption equal to its foil, which the rehearsal would not otherwise notice."""
+    name = (recorded.get("tokenizer") or {}).get("class") or recorded.get("tokenizer_class") or ""
+    real = name.startswith(("CLIPTokenizer", "BertTokenizer")) or recorded["hub_id"].startswith("HuggingFaceTB/SmolLM2")
+    config = recorded["config"]
+    size = config.get("vocab_size") or (config.get("text_config") or {}).get("vocab_size")
+    if real and size and len(tokenizer) != size:
+        raise ValueError(f"{recorded['hub_id']}: its tokenizer ({type(tokenizer).__name__}) holds {len(tokenizer)} tokens "
+                         f"where the model's embedding table has {size}: the vocabulary was not read.")
 
 
 def _transformers_model(recorded: dict, meta: bool = False):
@@ -220,6 +233,7 @@ def _build_transformers(target: Target, directory: Path, work: Path) -> None:
     del model
     gc.collect()
     tokenizer = _tokenizer(recorded, work)
+    check_real_vocabulary(recorded, tokenizer)
     if "image_processor" in recorded:
         image_processor = getattr(transformers, recorded["image_processor"]["class"])(**_values(recorded, "image_processor"))
         processor = getattr(transformers, PROCESSORS[recorded["model_class"]])(image_processor=image_processor,

