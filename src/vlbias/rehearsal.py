@@ -160,8 +160,9 @@ def unigram_stand_in(tokenizer_class, **values):
     return tokenizer_class(vocab=vocab, **values)
 
 
-def _tokenizer(recorded: dict, work: Path):
-    """The checkpoint's tokenizer: real where a package carries its vocabulary, a stand-in otherwise."""
+def hub_tokenizer(recorded: dict, work: Path):
+    """The checkpoint's tokenizer (``recorded``: :func:`vlbias.models.conversion.recorded_hf_config`): real where
+    a package carries its vocabulary, a stand-in otherwise; ``work`` holds the vocabulary files it writes."""
     import transformers
 
     from .models.conversion import write_byte_level_bpe_files, write_clip_tokenizer_files
@@ -205,7 +206,9 @@ def check_real_vocabulary(recorded: dict, tokenizer) -> None:
                          f"where the model's embedding table has {size}: the vocabulary was not read.")
 
 
-def _transformers_model(recorded: dict, meta: bool = False):
+def hub_model(recorded: dict, meta: bool = False):
+    """The hub checkpoint's class at full size from its recorded config, seeded random weights (ALIGN's
+    convolutions He-scaled); on the meta device (no memory) with ``meta``."""
     import torch
     import transformers
 
@@ -225,22 +228,25 @@ def _transformers_model(recorded: dict, meta: bool = False):
 
 
 def _build_transformers(target: Target, directory: Path, work: Path) -> None:
-    import transformers
-
     recorded = target.recipe["recorded"]
-    model = _transformers_model(recorded)
+    model = hub_model(recorded)
     model.save_pretrained(directory, max_shard_size="2GB")
     del model
     gc.collect()
-    tokenizer = _tokenizer(recorded, work)
+    tokenizer = hub_tokenizer(recorded, work)
     check_real_vocabulary(recorded, tokenizer)
-    if "image_processor" in recorded:
-        image_processor = getattr(transformers, recorded["image_processor"]["class"])(**_values(recorded, "image_processor"))
-        processor = getattr(transformers, PROCESSORS[recorded["model_class"]])(image_processor=image_processor,
-                                                                                tokenizer=tokenizer)
-        processor.save_pretrained(directory)
-    else:
-        tokenizer.save_pretrained(directory)
+    hub_processor(recorded, tokenizer).save_pretrained(directory)
+
+
+def hub_processor(recorded: dict, tokenizer):
+    """The checkpoint's processor (its recorded image processor with ``tokenizer``, in the class the hub
+    saves it as), or the tokenizer alone for a text-only model."""
+    import transformers
+
+    if "image_processor" not in recorded:
+        return tokenizer
+    image_processor = getattr(transformers, recorded["image_processor"]["class"])(**_values(recorded, "image_processor"))
+    return getattr(transformers, PROCESSORS[recorded["model_class"]])(image_processor=image_processor, tokenizer=tokenizer)
 
 
 def _diffusers_parts(recorded: dict, meta: bool = False) -> dict:
@@ -300,7 +306,7 @@ BUILDERS = {"transformers": _build_transformers, "diffusers": _build_diffusers, 
 def needed_bytes(target: Target) -> int:
     """The checkpoint's size on disk (float32 parameters and buffers), counted on the meta device."""
     if target.builder == "transformers":
-        modules = [_transformers_model(target.recipe["recorded"], meta=True)]
+        modules = [hub_model(target.recipe["recorded"], meta=True)]
     elif target.builder == "diffusers":
         modules = list(_diffusers_parts(target.recipe["recorded"], meta=True).values())
     elif target.builder == "open_clip":

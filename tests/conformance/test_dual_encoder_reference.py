@@ -14,9 +14,11 @@ over its temperature) equal the reference logits to float tolerance, with the sa
 
 Tokenizers: ALIGN's BERT-uncased WordPiece ships inside the MiniLM package and CLIPSeg and GroupViT
 use CLIP's BPE (shipped with open_clip), so those three run with their real vocabularies. XLM-R's
-SentencePiece model (AltCLIP) is not available offline: the test builds a small unigram vocabulary
+SentencePiece model (AltCLIP) is not available offline: the test uses the rehearsal's unigram stand-in
 in the same tokenizer class (``XLMRobertaTokenizer``, XLM-R's special-token ids, pad = 1 so that
-RoBERTa-style position ids are exercised); the ids index the real 250,002-row embedding table.
+RoBERTa-style position ids are exercised; letters, digits and punctuation as pieces); the ids index the
+real 250,002-row embedding table. The models, tokenizers and processors are built by
+:mod:`vlbias.rehearsal`, the same code that writes the full profile's mirror.
 """
 
 import gc
@@ -26,8 +28,9 @@ import pytest
 import torch
 from PIL import Image
 
+from vlbias import rehearsal
 from vlbias.models import load_image_text_model
-from vlbias.models.conversion import he_scaled_convolutions, recorded_hf_config, write_clip_tokenizer_files
+from vlbias.models.conversion import recorded_hf_config
 
 pytestmark = pytest.mark.conformance
 
@@ -43,69 +46,18 @@ def sample_images():
     return [Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for w, h in [(320, 240), (256, 300)]]
 
 
-def _values(recorded: dict, key: str) -> dict:
-    return {k: v for k, v in recorded[key].items() if k not in ("class", "vocabulary")}
-
-
-def _clip_tokenizer(recorded, directory):
-    from transformers import CLIPTokenizerFast
-
-    return CLIPTokenizerFast.from_pretrained(write_clip_tokenizer_files(directory / "bpe"),
-                                             **_values(recorded, "tokenizer"))
-
-
-def _bert_tokenizer(recorded, directory):
-    from transformers import BertTokenizer
-
-    from vlbias.assets import minilm_dir
-
-    return BertTokenizer(str(minilm_dir() / "vocab.txt"), **_values(recorded, "tokenizer"))
-
-
-def _unigram_stand_in(recorded, directory):
-    """An XLM-R-layout unigram vocabulary: <s>, <pad>, </s>, <unk> at 0-3, pieces, <mask> last."""
-    from transformers import XLMRobertaTokenizer
-
-    words = sorted({word.strip(".").lower() for row in CANDIDATES for text in row for word in text.split()})
-    characters = sorted({c for word in words for c in word} | set("abcdefghijklmnopqrstuvwxyz"))
-    pieces = [("▁" + word, -2.0) for word in words] + [("▁", -4.0)] + [(c, -6.0) for c in characters]
-    pieces += [(c.upper(), -6.0) for c in characters if c.isalpha()]
-    vocab = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)] + pieces + [("<mask>", 0.0)]
-    return XLMRobertaTokenizer(vocab=vocab, **_values(recorded, "tokenizer"))
-
-
 def build(hub_id, directory):
     """The hub checkpoint's class at full size with seeded random weights, its processor, and the module
-    whose forward the notebook calls (CLIPSeg: the ``clip`` part of the segmentation checkpoint)."""
-    import transformers
-
+    whose forward the notebook calls (CLIPSeg: the ``clip`` part of the segmentation checkpoint): built as
+    the rehearsal's mirror builds it (:mod:`vlbias.rehearsal`)."""
     recorded = recorded_hf_config(hub_id)
-    values = {k: v for k, v in recorded["config"].items() if k != "model_type"}
-    config = transformers.AutoConfig.for_model(recorded["config"]["model_type"], **values)
-    torch.manual_seed(0)
-    model = getattr(transformers, recorded["model_class"])(config).eval()
-    if recorded["model_class"] == "AlignModel":
-        he_scaled_convolutions(model)
-    tokenizer = TOKENIZERS[hub_id](recorded, directory)
-    image_processor = getattr(transformers, recorded["image_processor"]["class"])(**_values(recorded, "image_processor"))
-    processor = PROCESSORS[hub_id](image_processor, tokenizer)
+    model = rehearsal.hub_model(recorded)
+    processor = rehearsal.hub_processor(recorded, rehearsal.hub_tokenizer(recorded, directory))
     scored = model.clip if recorded["model_class"] == "CLIPSegForImageSegmentation" else model
     return model, scored, processor
 
 
-def _processor(name):
-    def make(image_processor, tokenizer):
-        import transformers
-
-        return getattr(transformers, name)(image_processor=image_processor, tokenizer=tokenizer)
-    return make
-
-
-TOKENIZERS = {"kakaobrain/align-base": _bert_tokenizer, "BAAI/AltCLIP": _unigram_stand_in,
-              "CIDAS/clipseg-rd64-refined": _clip_tokenizer, "nvidia/groupvit-gcc-yfcc": _clip_tokenizer}
-PROCESSORS = {"kakaobrain/align-base": _processor("AlignProcessor"), "BAAI/AltCLIP": _processor("AltCLIPProcessor"),
-              "CIDAS/clipseg-rd64-refined": _processor("CLIPSegProcessor"),
-              "nvidia/groupvit-gcc-yfcc": _processor("CLIPProcessor")}
+DUAL_ENCODERS = ["kakaobrain/align-base", "BAAI/AltCLIP", "CIDAS/clipseg-rd64-refined", "nvidia/groupvit-gcc-yfcc"]
 
 
 def logit_scale(scored) -> float:
@@ -127,7 +79,7 @@ def reference_logits(scored, processor, images, candidates):
     return np.array(rows)
 
 
-@pytest.mark.parametrize("hub_id", list(TOKENIZERS))
+@pytest.mark.parametrize("hub_id", DUAL_ENCODERS)
 def test_dual_encoder_spec_path_equals_the_colorfoil_notebook(hub_id, tmp_path):
     model, scored, processor = build(hub_id, tmp_path)
     images = sample_images()

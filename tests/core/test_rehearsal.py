@@ -65,7 +65,7 @@ def test_stand_in_tokenizers_cover_any_text_within_the_models_tables(tmp_path):
     from vlbias.models.conversion import recorded_hf_config
 
     text = "A photo of an HVAC installer, aged 25-45 (perceived)!"
-    roberta = rehearsal._tokenizer(recorded_hf_config("s-nlp/roberta_toxicity_classifier"), tmp_path)
+    roberta = rehearsal.hub_tokenizer(recorded_hf_config("s-nlp/roberta_toxicity_classifier"), tmp_path)
     assert isinstance(roberta, RobertaTokenizer)
     ids = roberta(text)["input_ids"]
     assert roberta.decode(ids, skip_special_tokens=True) == text  # byte-level: nothing is lost
@@ -74,10 +74,10 @@ def test_stand_in_tokenizers_cover_any_text_within_the_models_tables(tmp_path):
     for hub_id in ("bert-base-uncased", "kakaobrain/align-base", "dandelin/vilt-b32-finetuned-coco",
                    "openai/clip-vit-base-patch32"):
         recorded = recorded_hf_config(hub_id)
-        tokenizer = rehearsal._tokenizer(recorded, tmp_path / hub_id.replace("/", "--"))
+        tokenizer = rehearsal.hub_tokenizer(recorded, tmp_path / hub_id.replace("/", "--"))
         rehearsal.check_real_vocabulary(recorded, tokenizer)
         assert tokenizer("a red bus")["input_ids"] != tokenizer("a blue bus")["input_ids"], hub_id
-    empty = rehearsal._tokenizer(recorded_hf_config("bert-base-uncased"), tmp_path)
+    empty = rehearsal.hub_tokenizer(recorded_hf_config("bert-base-uncased"), tmp_path)
     with pytest.raises(ValueError, match="holds 5 tokens where the model's embedding table has 30522"):
         rehearsal.check_real_vocabulary(recorded_hf_config("bert-base-uncased"), type(empty)(do_lower_case=True))
     xlmr = rehearsal.unigram_stand_in(XLMRobertaTokenizer, model_max_length=512)
