@@ -42,7 +42,7 @@ test: $(STAMP)
 full: $(STAMP)
 	$(PY) -m vlbias run --profile full $(if $(PART),--part $(PART))
 
-# The full profile's dress rehearsal (issue 24, in progress; see README): random-weight checkpoints in a
+# The full profile's dress rehearsal (issue 24; see README): random-weight checkpoints in a
 # hub mirror of its own and small data, then the preflight, precompute on a local Ray instance and every
 # notebook, offline, with only the sizes of params/rehearsal.yml changed. Tens of GB in REHEARSAL.
 REHEARSAL ?= rehearsal
@@ -67,4 +67,4 @@ mutation: $(STAMP)
 	$(OFFLINE) PATH="$(abspath $(VENV))/bin:$$PATH" nice -n 10 $(PY) benchmarks/mutation/run_mutation.py --only $(ONLY) $(MODULES)
 
 clean:
-	rm -rf _build book/generated outputs/demo mutants
+	rm -rf _build book/generated outputs/demo outputs/rehearsal mutants

@@ -87,7 +87,8 @@ def _rehearsal(args) -> int:
     targets = rehearsal.mirror_targets(specs)
     if args.action == "list":
         for target in targets:
-            print(f"{target.spec}\t{target.repo_id}\t{target.builder or 'cannot build: ' + target.reason}")
+            built = target.builder + (f" ({target.reason})" if target.reason else "") if target.builder else ""
+            print(f"{target.spec}\t{target.repo_id}\t{built or 'cannot build: ' + target.reason}")
         return 0
     if args.folder is None:
         raise SystemExit("rehearsal build: give the mirror folder (then HF_HOME=FOLDER HF_HUB_OFFLINE=1)")

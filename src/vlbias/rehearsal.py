@@ -15,7 +15,10 @@ spec then resolves unchanged: no code path knows it is a rehearsal.
   byte, XLM-R's unigram over letters, digits and punctuation): their ids index the full embedding tables.
 - An open_clip tag is written where open_clip looks for it: the tag's ``hf_hub`` repository, its
   weights as ``open_clip_model.safetensors``.
-- Stable Diffusion 1.4 takes its recorded UNet, VAE and text-encoder configs and CLIP's real BPE.
+- Stable Diffusion 1.4, 1.5 and 2.1 take their recorded UNet, VAE and text-encoder configs and CLIP's real
+  BPE; SDXL and SD 3 their recorded ``components`` (each a class and its config) and tokenizers (CLIP's
+  BPE twice; for SD 3's T5 a unigram stand-in in T5TokenizerFast). SD 3's T5 encoder is built at reduced
+  depth, full width (:data:`DEPTH_REDUCTIONS`, with why), and the list says so.
 - A hub id without a recorded config cannot be built: it is listed with the reason, and the rest
   proceed (:func:`mirror_targets`).
 
@@ -57,6 +60,10 @@ SIZE_PARAMETERS = frozenset({
     "max_test_images", "max_pairs", "n_per_scenario", "max_new_tokens", "images_per_profession",
     "comparison_images_per_profession", "images_per_kind", "num_inference_steps", "height", "width",
     "comparison_size"})
+#: what ``params/rehearsal.yml`` may set besides sizes: where its outputs go, under ``outputs/rehearsal``
+#: (a real full run's folders are ``outputs/full``; random-weight images there would be resumed by it)
+OUTPUT_PARAMETERS = frozenset({"output_dir"})
+OUTPUT_FOLDER = "../outputs/rehearsal/"
 
 
 @dataclass
@@ -130,7 +137,10 @@ def mirror_targets(specs: dict[str, list[str]]) -> list[Target]:
                                       "hub checkpoint's config.json (and its tokenizer and processor values) there"))
                 continue
             builder = "diffusers" if "pipeline_class" in recorded else "transformers"
-            targets.append(Target(spec, repo, builder, notebooks, recipe={"recorded": recorded}))
+            reduced = {name: overrides for name, (overrides, _) in depth_reductions(recorded).items()}
+            targets.append(Target(spec, repo, builder, notebooks, recipe={"recorded": recorded, **(
+                {"reduced": reduced} if reduced else {})},
+                reason="; ".join(f"{name} at reduced depth: {why}" for name, (_, why) in depth_reductions(recorded).items())))
     return targets
 
 
@@ -249,12 +259,46 @@ def hub_processor(recorded: dict, tokenizer):
     return getattr(transformers, PROCESSORS[recorded["model_class"]])(image_processor=image_processor, tokenizer=tokenizer)
 
 
+#: components the mirror builds at reduced depth, full width, because the full pipeline does not fit this
+#: machine (24 GB of memory): hub id -> component -> (config values laid over the recorded ones, why)
+DEPTH_REDUCTIONS = {
+    "stabilityai/stable-diffusion-3-medium-diffusers": {
+        "text_encoder_3": ({"num_layers": 2}, "T5 v1.1 XXL's encoder is 4.76 B parameters (19 GB in float32); with the "
+                                              "MM-DiT and both CLIP encoders SD 3 would need about 28 GB, more than "
+                                              "this machine's 24 GB: 2 of its 24 blocks, at full width")}}
+
+
+def depth_reductions(recorded: dict) -> dict[str, tuple[dict, str]]:
+    """The components of ``recorded`` built at reduced depth (:data:`DEPTH_REDUCTIONS`), with why."""
+    return DEPTH_REDUCTIONS.get(recorded.get("hub_id", ""), {})
+
+
+def _component(spec: dict, overrides: dict):
+    """One pipeline component from its recorded class and config: a diffusers model, or a transformers
+    model whose config names its ``model_type``."""
+    import diffusers
+    import transformers
+
+    config = {**spec["config"], **overrides}
+    if hasattr(diffusers, spec["class"]):
+        return getattr(diffusers, spec["class"])(**config)
+    model_type = config.pop("model_type")
+    return getattr(transformers, spec["class"])(transformers.AutoConfig.for_model(model_type, **config))
+
+
 def _diffusers_parts(recorded: dict, meta: bool = False) -> dict:
+    """The pipeline's models from its recorded configs: SD 1.x and 2.x record ``unet``, ``vae`` and
+    ``text_encoder``; SDXL and SD 3 their ``components`` (each a class and its config), some at reduced
+    depth (:func:`depth_reductions`)."""
     import torch
     from diffusers import AutoencoderKL, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel
 
     def parts():
+        if "components" in recorded:
+            reduced = depth_reductions(recorded)
+            return {name: _component(spec, reduced.get(name, ({}, ""))[0])
+                    for name, spec in recorded["components"].items()}
         return {"unet": UNet2DConditionModel(**recorded["unet"]), "vae": AutoencoderKL(**recorded["vae"]),
                 "text_encoder": CLIPTextModel(CLIPTextConfig(**recorded["text_encoder"]))}
 
@@ -265,18 +309,45 @@ def _diffusers_parts(recorded: dict, meta: bool = False) -> dict:
     return parts()
 
 
-def _build_diffusers(target: Target, directory: Path, work: Path) -> None:
-    import diffusers
+def _diffusers_tokenizers(recorded: dict, work: Path) -> dict:
+    """The pipeline's tokenizers: CLIP's real BPE (each with its recorded values: SD 2's and SDXL's second
+    pad with "!"), and for SD 3's T5 a stand-in in the hub's class (T5TokenizerFast: a unigram vocabulary
+    over words and characters with T5's special ids), whose ids index T5's full embedding table."""
     from transformers import CLIPTokenizer
 
     from .models.conversion import write_clip_tokenizer_files
 
+    recorded_tokenizers = recorded.get("tokenizers") or {"tokenizer": {"class": "CLIPTokenizer", **recorded["tokenizer"]}}
+    tokenizers = {}
+    for name, values in recorded_tokenizers.items():
+        values = {key: value for key, value in values.items() if key != "class"}
+        cls = recorded_tokenizers[name]["class"]
+        if cls == "CLIPTokenizer":
+            tokenizers[name] = CLIPTokenizer.from_pretrained(str(write_clip_tokenizer_files(work / "clip-bpe")), **values)
+        elif cls == "T5TokenizerFast":
+            from .models.tiny.text_to_image import _write_tiny_t5_tokenizer
+
+            tokenizers[name] = _write_tiny_t5_tokenizer(work / name)
+            tokenizers[name].model_max_length = values.get("model_max_length", 512)
+        else:
+            raise ValueError(f"{recorded['hub_id']}: no tokenizer recipe for {cls}")
+    return tokenizers
+
+
+def _build_diffusers(target: Target, directory: Path, work: Path) -> None:
+    import inspect
+
+    import diffusers
+
     recorded = target.recipe["recorded"]
-    tokenizer = CLIPTokenizer.from_pretrained(str(write_clip_tokenizer_files(work / "clip-bpe")), **recorded["tokenizer"])
     scheduler = getattr(diffusers, recorded["scheduler_class"])(**recorded["scheduler"])
-    pipeline = getattr(diffusers, recorded["pipeline_class"])(
-        **_diffusers_parts(recorded), tokenizer=tokenizer, scheduler=scheduler, safety_checker=None,
-        feature_extractor=None, requires_safety_checker=False)
+    pipeline_class = getattr(diffusers, recorded["pipeline_class"])
+    arguments = {**_diffusers_parts(recorded), **_diffusers_tokenizers(recorded, work), "scheduler": scheduler,
+                 **(recorded.get("pipeline_options") or {})}
+    accepted = inspect.signature(pipeline_class.__init__).parameters
+    if "safety_checker" in accepted:  # SD 1.x and 2.x: none, as the book loads them (no checker biasing the shares)
+        arguments.update(safety_checker=None, feature_extractor=None, requires_safety_checker=False)
+    pipeline = pipeline_class(**arguments)
     pipeline.save_pretrained(directory)
 
 
@@ -348,7 +419,7 @@ def build_mirror(root: str | Path, targets: Iterable[Target], progress: bool = T
                          "reason": target.reason})
             continue
         if target not in todo:
-            rows.append({"spec": target.spec, "repo": target.repo_id, "status": "kept", "reason": "",
+            rows.append({"spec": target.spec, "repo": target.repo_id, "status": "kept", "reason": target.reason,
                          "gb": entries[target.repo_id].get("gb", 0.0)})
             continue
         snapshot = _snapshot(hub, target)
@@ -360,7 +431,8 @@ def build_mirror(root: str | Path, targets: Iterable[Target], progress: bool = T
         gb = sum(path.stat().st_size for path in snapshot.rglob("*") if path.is_file()) / 1e9
         entries[target.repo_id] = {"spec": target.spec, "key": target.key, "builder": target.builder, "gb": round(gb, 3)}
         (root / MANIFEST).write_text(json.dumps({"version": MIRROR_VERSION, "checkpoints": entries}, indent=1))
-        rows.append({"spec": target.spec, "repo": target.repo_id, "status": "built", "gb": round(gb, 3), "reason": ""})
+        rows.append({"spec": target.spec, "repo": target.repo_id, "status": "built", "gb": round(gb, 3),
+                     "reason": target.reason})
         gc.collect()
     shutil.rmtree(root / ".work", ignore_errors=True)
     return rows

@@ -141,10 +141,30 @@ def test_reference_tables_ship_with_the_package():
     assert "Bureau of Labor Statistics" in bls.attrs["source"]
 
 
-def test_too_few_professions_with_a_person_give_a_clear_error():
+def test_too_few_professions_with_a_person_leave_the_measures_undefined_and_say_why():
+    # 04b in the rehearsal: a random-weight annotator labels every image "no person"; the page goes on
+    from vlbias.t2i import findings
+    from vlbias.t2i.bias import paired_bootstrap_change, published_scores
+    from vlbias.t2i.controls import paired_bias_comparison
+
     labels = labels_from_counts({"nurse": (0, 0, 4), "carpenter": (1, 3, 0), "lawyer": (0, 0, 2)})
-    with pytest.raises(ValueError, match="annotator's prompts"):
-        bootstrap_bias_scores(labels, REFERENCE, n_boot=10)
+    scores = bootstrap_bias_scores(labels, REFERENCE, n_boot=10)
+    assert list(scores.index) == ["VRBS", "spearman_rho"] and scores[["estimate", "ci_low", "ci_high"]].isna().all().all()
+    assert (scores["n_boot"] == 0).all()
+    assert scores["note"].str.contains(r"only 1 profession\(s\) of the 3 drawn .* annotator's prompts").all()
+    table = compare_with_reference(generated_shares(labels), REFERENCE)
+    assert np.isnan(bias_scores(table)["VRBS"]) and "need 3 or more" in bias_scores(table)["note"]
+    boxed = findings.bias_findings(scores, "CompVis/stable-diffusion-v1-4", published_scores())
+    assert [f.verdict for f in boxed] == ["cannot test", "cannot test"] and all("only 1 profession" in f.ours for f in boxed)
+    nobody = labels.assign(perceived="no person", seed=range(len(labels)))
+    change = paired_bootstrap_change(nobody, nobody, REFERENCE, n_boot=10)
+    assert change[["a", "b", "change"]].isna().all().all() and change["note"].str.startswith("undefined: only 0").all()
+    summary, per_profession = paired_bias_comparison(nobody, nobody, REFERENCE, n_boot=10)
+    assert np.isnan(summary["VRBS change"]) and summary["note"].startswith("undefined: only 0 profession(s) of the 3")
+    assert per_profession.empty
+    # three scorable professions: defined again, no note
+    defined = labels_from_counts({"nurse": (3, 1, 0), "carpenter": (1, 3, 0), "lawyer": (2, 2, 0)})
+    assert "note" not in bootstrap_bias_scores(defined, REFERENCE, n_boot=10).columns
 
 
 @pytest.mark.parametrize("bad,message", [([0.2, np.nan, 0.4], "model_share has 1 row"),
@@ -223,8 +243,8 @@ def test_shares_and_bootstrap_follow_their_target_columns_and_defaults():
     assert boot.columns.tolist() == ["estimate", "ci_low", "ci_high", "n_boot"] and boot.loc["VRBS", "n_boot"] == 1000
     by_male = bootstrap_bias_scores(labels, 1 - REFERENCE, target="male", group="job", label="seen", n_boot=50)
     assert by_male.loc["VRBS", "estimate"] == pytest.approx(scores["VRBS"])  # the male side of the same gaps
-    with pytest.raises(ValueError, match=r"^only 2 profession\(s\) have both a reference share and an image"):
-        bias_scores(table.iloc[:2])
+    two = bias_scores(table.iloc[:2])
+    assert np.isnan(two["VRBS"]) and two["note"].startswith("undefined: only 2 profession(s) have both a reference share")
 
 
 def test_scorable_limits_joins_gap_patterns_and_spearman_size():
@@ -232,11 +252,10 @@ def test_scorable_limits_joins_gap_patterns_and_spearman_size():
 
     table = compare_with_reference(generated_shares(labels_from_counts(COUNTS)), REFERENCE)
     assert bias_scores(table.iloc[:3])["professions"] == 3  # three are enough
-    with pytest.raises(ValueError, match=r"^only 2 profession\(s\) have both a reference share and an image with a "
-                                         r"person; VRBS and Spearman's rho need 3 or more\. Check the annotator's "
-                                         r"prompts \(does 'no person' win everywhere\?\) and that the profession "
-                                         r"names match the reference table\.$"):
-        bias_scores(table.iloc[:2])
+    assert bias_scores(table.iloc[:2])["note"] == (
+        "undefined: only 2 profession(s) have both a reference share and an image the annotator labelled as showing a "
+        "person, and VRBS and Spearman's ρ need 3 or more. Check the annotator's prompts (does 'no person' win "
+        "everywhere?) and that the profession names match the reference table.")
     with pytest.raises(ValueError, match=r"needs at least 3"):
         spearman([0.1, 0.2], [0.3, 0.4])
     # a profession without a reference share is left out; one with a single person image stays

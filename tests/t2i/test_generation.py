@@ -92,7 +92,7 @@ def test_killed_real_pipeline_resumes_to_the_same_files(tmp_path):
     generate_to_disk(sd, work, tmp_path / "whole", batch_size=2, progress=False, **settings)
 
     class DiesAfterOneBatch:
-        spec, calls = sd.spec, 0
+        spec, identity, calls = sd.spec, sd.identity, 0  # the same weights, so the rerun resumes its folder
 
         def generate(self, prompts, seeds, **kwargs):
             DiesAfterOneBatch.calls += 1
@@ -108,6 +108,30 @@ def test_killed_real_pipeline_resumes_to_the_same_files(tmp_path):
         whole = np.asarray(Image.open(tmp_path / "whole" / name))
         assert np.array_equal(whole, np.asarray(Image.open(tmp_path / "resumed" / name))), name
     assert manifest.seed.tolist() == work.seed.tolist()
+
+
+def test_other_weights_under_the_same_spec_are_refused_by_the_folder(tmp_path):
+    """A rehearsal's random weights, an updated hub snapshot or a retrained local folder under the spec
+    that drew a folder: refused with the weights named, the folder's images untouched; a CADS wrapper
+    records its base model's weights."""
+    from vlbias.models.identity import ModelIdentity
+    from vlbias.t2i.cads import with_cads
+
+    first, second = FakePipeline(), FakePipeline()
+    first.identity = ModelIdentity("fake:t2i", "revision:" + "a" * 40)
+    second.identity = ModelIdentity("fake:t2i", "revision:" + "b" * 40)
+    manifest = generate_to_disk(first, jobs(2), tmp_path, progress=False, num_inference_steps=2)
+    assert set(manifest["weights"]) == {"revision:" + "a" * 40}
+    written = {path.name: path.stat().st_mtime_ns for path in tmp_path.glob("*.png")}
+    with pytest.raises(ValueError, match=r"holds images drawn by other weights under the same spec \(\['revision:a{40}'\]\); "
+                                         r"this run's model has revision:b{40}\. Use a new output folder"):
+        generate_to_disk(second, jobs(3), tmp_path, progress=False, num_inference_steps=2)
+    assert {path.name: path.stat().st_mtime_ns for path in tmp_path.glob("*.png")} == written
+    assert len(generate_to_disk(first, jobs(3), tmp_path, progress=False, num_inference_steps=2)) == 3  # same weights resume
+    from vlbias.t2i.generation import model_weights
+
+    assert model_weights(with_cads(second, noise_scale=0.1)) == "revision:" + "b" * 40
+    assert model_weights(FakePipeline()) == "spec:fake:t2i"  # nothing identified it: its spec
 
 
 def test_run_directory_and_lazy_image_files(tmp_path):

@@ -56,7 +56,8 @@ def load_text_to_image(spec: str | ModelSpec, device=None, half: bool | None = N
         # The safety checker is switched off on purpose: it blacks out images it flags (and
         # flags people unevenly), which would bias the very demographic statistics we measure.
         # Not loading it also saves memory and time.
-        pipeline = pipeline_class.from_pretrained(location, dtype=dtype, **_no_safety_checker(location))
+        pipeline = pipeline_class.from_pretrained(location, dtype=dtype, **_no_safety_checker(location),
+                                                  **_offline_hub(parsed))
     except (OSError, ValueError) as error:  # missing files, offline hub, unknown id
         raise ModelUnavailableError(
             f"Could not load text-to-image pipeline {spec!r}: {type(error).__name__}: {error}\n"
@@ -70,6 +71,17 @@ def load_text_to_image(spec: str | ModelSpec, device=None, half: bool | None = N
     model = DiffusersTextToImage(parsed.display, pipeline)
     model.identity = identify(parsed, model, None if parsed.source == "hf" else location)
     return model
+
+
+def _offline_hub(parsed: ModelSpec) -> dict:
+    """``local_files_only`` for a hub id when the hub is switched off (``HF_HUB_OFFLINE``, read now, not
+    at import): diffusers otherwise asks the hub for the snapshot's files first and prints "Could not
+    reach the Hub ... Using cached commit hash" and "Couldn't connect to the Hub" onto the page before
+    reading the same local snapshot (seen in the rehearsal's 04a)."""
+    import os
+
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "on", "yes", "true")
+    return {"local_files_only": True} if offline and parsed.source == "hf" else {}
 
 
 def _no_safety_checker(location: str) -> dict:

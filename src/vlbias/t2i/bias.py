@@ -97,20 +97,42 @@ def compare_with_reference(shares: pd.DataFrame, reference: pd.Series) -> pd.Dat
     return table
 
 
-def _scorable(table: pd.DataFrame) -> pd.DataFrame:
-    if len(table) < 3:
-        raise ValueError(f"only {len(table)} profession(s) have both a reference share and an image with a person; "
-                         "VRBS and Spearman's rho need 3 or more. Check the annotator's prompts (does 'no person' "
-                         "win everywhere?) and that the profession names match the reference table.")
-    return table
+#: fewest professions that make VRBS and Spearman's ρ defined (a rank correlation of two points is ±1)
+MIN_PROFESSIONS = 3
+
+
+def unscorable_reason(table: pd.DataFrame, n_professions: int | None = None) -> str | None:
+    """Why VRBS and Spearman's ρ are undefined on ``table`` (a :func:`compare_with_reference` table, or
+    its rows both runs share), in a sentence for the page; ``None`` when they are defined (three or more
+    professions with a reference share and an image with a person). ``n_professions``: how many
+    professions were drawn, for the sentence."""
+    if len(table) >= MIN_PROFESSIONS:
+        return None
+    drawn = f" of the {n_professions} drawn" if n_professions else ""
+    return (f"undefined: only {len(table)} profession(s){drawn} have both a reference share and an image the annotator "
+            f"labelled as showing a person, and VRBS and Spearman's ρ need {MIN_PROFESSIONS} or more. Check the "
+            "annotator's prompts (does 'no person' win everywhere?) and that the profession names match the "
+            "reference table.")
 
 
 def bias_scores(table: pd.DataFrame) -> dict[str, float]:
-    """VRBS, Spearman's ρ and its p-value over the rows of a :func:`compare_with_reference` table."""
-    _scorable(table)
+    """VRBS, Spearman's ρ and its p-value over the rows of a :func:`compare_with_reference` table.
+    Where they are undefined (:func:`unscorable_reason`) the three are NaN and ``note`` says why."""
+    reason = unscorable_reason(table)
+    if reason:
+        return {"professions": len(table), "VRBS": np.nan, "spearman_rho": np.nan, "spearman_p": np.nan,
+                "note": reason}
     rho, p_value = spearman(table["generated share"], table["reference share"])
     return {"professions": len(table), "VRBS": vrbs(table["generated share"], table["reference share"]),
             "spearman_rho": rho, "spearman_p": p_value}
+
+
+def undefined_scores(reason: str, columns: Sequence[str] = ("estimate", "ci_low", "ci_high")) -> pd.DataFrame:
+    """The rows ``VRBS`` and ``spearman_rho`` of a measure that is undefined: NaN ``columns``, ``n_boot`` 0
+    and ``note``, the reason, so that a table on the page says why it holds no number."""
+    rows = [{"measure": measure, **{column: np.nan for column in columns}, "n_boot": 0, "note": reason}
+            for measure in ("VRBS", "spearman_rho")]
+    return pd.DataFrame(rows).set_index("measure")
 
 
 def bootstrap_bias_scores(labels: pd.DataFrame, reference: pd.Series, target: str = "female",
@@ -124,9 +146,14 @@ def bootstrap_bias_scores(labels: pd.DataFrame, reference: pd.Series, target: st
     A replicate in which a profession draws no image with a person leaves that profession out.
     ρ's interval is the percentile interval of the replicates; VRBS's is the standard (normal)
     bootstrap interval, :func:`vrbs_interval`, because its percentile interval can exclude its own
-    estimate. Returns one row per measure: estimate, ci_low, ci_high, n_boot.
+    estimate. Returns one row per measure: estimate, ci_low, ci_high, n_boot. Where the measures are
+    undefined (fewer than three scorable professions: :func:`unscorable_reason`), the rows are NaN with a
+    ``note`` saying why (:func:`undefined_scores`), and a page goes on.
     """
-    table = _scorable(compare_with_reference(generated_shares(labels, target, group, label, excluded), reference))
+    table = compare_with_reference(generated_shares(labels, target, group, label, excluded), reference)
+    reason = unscorable_reason(table, labels[group].nunique())
+    if reason:
+        return undefined_scores(reason)
     counts = label_counts(labels, group, label).loc[table.index]
     person = np.array([c not in set(excluded) for c in counts.columns])
     is_target = np.array([c == target for c in counts.columns])
@@ -195,7 +222,8 @@ def paired_bootstrap_change(labels_a: pd.DataFrame, labels_b: pd.DataFrame, refe
     and takes those seeds' images from both runs, so the change's interval keeps the pairing; two
     independent intervals would ignore it and be far too wide (or, compared by overlap, wrong).
     Professions scorable in both runs (a reference share, an image with a person in each) are used.
-    Returns one row per measure: ``a``, ``b``, ``change``, ``ci_low``, ``ci_high``, ``n_boot``.
+    Returns one row per measure: ``a``, ``b``, ``change``, ``ci_low``, ``ci_high``, ``n_boot`` (NaN with a
+    ``note`` where fewer than three professions are scorable in both).
     """
     keys = [group, pair]
     for name, labels in (("labels_a", labels_a), ("labels_b", labels_b)):
@@ -212,7 +240,9 @@ def paired_bootstrap_change(labels_a: pd.DataFrame, labels_b: pd.DataFrame, refe
     tables = {run: compare_with_reference(generated_shares(labels, target, group, label, excluded), reference)
               for run, labels in (("a", labels_a), ("b", labels_b))}
     professions = tables["a"].index.intersection(tables["b"].index)
-    _scorable(tables["a"].loc[professions])
+    reason = unscorable_reason(tables["a"].loc[professions], labels_a[group].nunique())
+    if reason:
+        return undefined_scores(reason, columns=("a", "b", "change", "ci_low", "ci_high"))
     truth = tables["a"].loc[professions, "reference share"].to_numpy()
     rng = np.random.default_rng(seed)
     shares = {"a": np.empty((n_boot, len(professions))), "b": np.empty((n_boot, len(professions)))}
@@ -284,6 +314,9 @@ def plot_amplification(table: pd.DataFrame, ax=None, label_points: bool | int = 
         ax.errorbar(x, y, yerr=[(y - table["ci_low"]).clip(lower=0), (table["ci_high"] - y).clip(lower=0)],
                     fmt="none", ecolor="0.7", elinewidth=0.8, zorder=1)
     ax.scatter(x, y, s=22, zorder=2, color="tab:purple")
+    if table.empty:  # an empty square would read as a broken figure: say why it holds no point
+        ax.text(0.5, 0.62, "no profession has an image\nlabelled as showing a person", ha="center", va="center",
+                fontsize=9, color="0.3")
     if label_points:
         # an int labels only that many professions, those with the largest gaps (fewer overlaps)
         named = table.index if label_points is True else (y - x).abs().sort_values(ascending=False).index[:int(label_points)]

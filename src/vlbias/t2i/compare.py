@@ -144,9 +144,12 @@ def cads_beside_published(runs: Mapping[tuple[str, str], pd.DataFrame], referenc
                      "VRBS CADS": summary["VRBS other"], "change": summary["VRBS change"],
                      "change low": summary["change low"], "change high": summary["change high"],
                      "published VRBS plain (source)": published.get((name, "plain"), np.nan) if name else np.nan,
-                     "published VRBS CADS (source)": published.get((name, "CADS"), np.nan) if name else np.nan})
+                     "published VRBS CADS (source)": published.get((name, "CADS"), np.nan) if name else np.nan,
+                     "note": summary.get("note", "")})
     columns = ["model", "source name", "VRBS plain", "VRBS CADS", "change", "change low", "change high",
-               "published VRBS plain (source)", "published VRBS CADS (source)"]
+               "published VRBS plain (source)", "published VRBS CADS (source)", "note"]
     table = pd.DataFrame(rows, columns=columns).set_index("model")
     table["published change (source)"] = table["published VRBS CADS (source)"] - table["published VRBS plain (source)"]
+    if not table["note"].astype(bool).any():
+        table = table.drop(columns="note")  # every change defined: no empty column on the page
     return table

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..stats import mcnemar_exact
 from .annotation import cohen_kappa
-from .bias import NO_PERSON, bootstrap_bias_scores, compare_with_reference, diversity_by_group, generated_shares, vrbs
+from .bias import MIN_PROFESSIONS, NO_PERSON, bootstrap_bias_scores, compare_with_reference, diversity_by_group, generated_shares, vrbs
 
 #: the prompt intervention's default wording (appended to every prompt)
 REGARDLESS_OF_GENDER = ", regardless of gender"
@@ -66,7 +66,8 @@ def paired_bias_comparison(plain: pd.DataFrame, other: pd.DataFrame, reference: 
     image *pairs* within each profession, so both runs see the same seeds. Returns
     ``(summary, per_profession)``: VRBS of each run, the difference (other - plain) and its interval;
     per profession both generated shares, the change, and the exact McNemar p-value of "shows the
-    target" over the pairs in which both images show a person.
+    target" over the pairs in which both images show a person. Where fewer than three professions have
+    a person in both runs, the summary's VRBS values are NaN and its ``note`` says why.
     """
     pairs = _paired_labels(plain, other, pair_on, group, label)
     pairs = pairs[pairs[group].isin(reference.index)]
@@ -89,8 +90,14 @@ def paired_bias_comparison(plain: pd.DataFrame, other: pd.DataFrame, reference: 
                      "share_other": hit_b[index].sum() / pb.sum(), "reference share": reference[name],
                      "pairs_with_person_in_both": int(both.sum()), "p_mcnemar": test["p_mcnemar"]})
         truth.append(reference[name])
-    if len(rows) < 3:
-        raise ValueError(f"only {len(rows)} profession(s) have a person in both runs; VRBS needs 3 or more")
+    if len(rows) < MIN_PROFESSIONS:  # undefined: the page says why and goes on
+        note = (f"undefined: only {len(rows)} profession(s) of the {pairs[group].nunique()} drawn have an image with a "
+                f"person in both runs, and VRBS needs {MIN_PROFESSIONS} or more")
+        summary = {"professions": len(rows), "VRBS plain": np.nan, "VRBS other": np.nan, "VRBS change": np.nan,
+                   **{f"{name} {end}": np.nan for name in ("plain", "other", "change") for end in ("low", "high")},
+                   "n_boot": 0, "note": note}
+        return summary, pd.DataFrame(rows, columns=[group, "pairs", "share_plain", "share_other", "reference share",
+                                                    "pairs_with_person_in_both", "p_mcnemar"]).set_index(group)
     per_profession = pd.DataFrame(rows).set_index(group)
     per_profession["change"] = per_profession["share_other"] - per_profession["share_plain"]
     per_profession["|gap| change"] = ((per_profession["share_other"] - per_profession["reference share"]).abs()

@@ -29,6 +29,12 @@ def bias_findings(scores: pd.DataFrame, t2i_spec: str, published: pd.DataFrame) 
     def interval(row) -> str:
         return f"{row['estimate']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
 
+    note = _undefined(scores)
+    if note:  # no number to judge: the box says why instead of printing nan
+        return [Finding("The generated shares of women rank the professions as labour statistics do (Spearman's ρ > 0)",
+                        f"ρ = {published_rho:.2f} (SD 1.4)", note, "cannot test"),
+                Finding("SD 1.4's VRBS and ρ are the published ones", f"VRBS {published_vrbs:.2f}, ρ {published_rho:.2f}",
+                        note, "cannot test")]
     if t2i_spec == SOURCE_MODEL:
         inside = [row["ci_low"] <= value <= row["ci_high"] for row, value in ((vrbs, published_vrbs), (rho, published_rho))]
         replication = Finding("SD 1.4's VRBS and ρ are the published ones", f"VRBS {published_vrbs:.2f}, ρ {published_rho:.2f}",
@@ -42,6 +48,15 @@ def bias_findings(scores: pd.DataFrame, t2i_spec: str, published: pd.DataFrame) 
                     f"ρ = {published_rho:.2f} (SD 1.4)", f"ρ = {interval(rho)}",
                     difference_verdict(rho["ci_low"], rho["ci_high"])),
             replication]
+
+
+def _undefined(table: pd.DataFrame) -> str:
+    """The ``note`` of a scores table whose measures are undefined (:func:`vlbias.t2i.bias.undefined_scores`),
+    or ""."""
+    if "note" not in table.columns:
+        return ""
+    notes = [str(note) for note in table["note"] if isinstance(note, str) and note]
+    return notes[0] if notes else ""
 
 
 def planted(t2i_spec: str) -> tuple[str | None, list[bool] | None]:
@@ -72,7 +87,9 @@ def cads_findings(cads_table: pd.DataFrame, published: pd.DataFrame) -> list:
     rows = cads_table[cads_table["source name"].astype(str) != ""]
     if rows.empty:
         return [Finding(claim, said, "no model of this run stands for one the source ran CADS on", "cannot test")]
-    return [Finding(f"{claim}: {row['source name']}", said,
+    return [Finding(f"{claim}: {row['source name']}", said, f"{model}: {row['note']}", "cannot test")
+            if isinstance(row.get("note"), str) and row.get("note") else
+            Finding(f"{claim}: {row['source name']}", said,
                     f"{model}: {row['VRBS plain']:.3f} to {row['VRBS CADS']:.3f}, change {row['change']:+.3f} "
                     f"[{row['change low']:+.3f}, {row['change high']:+.3f}]",
                     difference_verdict(row["change low"], row["change high"]))

@@ -199,8 +199,9 @@ def generate_to_disk(model: TextToImageModel, jobs: pd.DataFrame, out_dir: str |
     with FileLock(out_dir / ".manifest.lock"):  # not while another run appends
         done = read_manifest(out_dir)
     _check_same_jobs(done, jobs, out_dir)
-    _check_same_settings(done, {"model": model.spec, **settings}, out_dir)
-    columns = ["job_id", "file", *jobs.columns, "model", *sorted(settings)]
+    weights = model_weights(model)
+    _check_same_settings(done, {"model": model.spec, "weights": weights, **settings}, out_dir)
+    columns = ["job_id", "file", *jobs.columns, "model", "weights", *sorted(settings)]
     if (out_dir / MANIFEST).exists() and (out_dir / MANIFEST).stat().st_size:
         _check_header(out_dir / MANIFEST, columns)
     finished = _finished_jobs(out_dir)
@@ -251,8 +252,23 @@ def _generate_batch(model: TextToImageModel, jobs: pd.DataFrame, batch: list[int
         png = io.BytesIO()
         image.save(png, format="PNG")
         write_atomically(out_dir / name, png.getvalue())
-        records.append({"job_id": job_id, "file": name, **row.to_dict(), "model": model.spec, **settings})
+        records.append({"job_id": job_id, "file": name, **row.to_dict(), "model": model.spec,
+                        "weights": model_weights(model), **settings})
     _append_rows(out_dir, columns, records)
+
+
+def model_weights(model: TextToImageModel) -> str:
+    """What the weights drawing into a folder are (:attr:`ModelIdentity.weights`: a fingerprint or the
+    hub snapshot's revision), for the manifest's ``weights`` column; a wrapper (CADS) names its base
+    model's, a model no loader identified its spec. Other weights under the same spec (a hub snapshot
+    updated, a local folder retrained, a rehearsal's random weights) are then refused by the folder
+    instead of resumed beside its images."""
+    inner = model
+    while getattr(inner, "identity", None) is None and getattr(inner, "model", None) is not None \
+            and getattr(inner.model, "generate", None) is not None:
+        inner = inner.model
+    identity = getattr(inner, "identity", None)
+    return identity.weights if identity is not None else f"spec:{getattr(model, 'spec', type(model).__name__)}"
 
 
 def _check_same_settings(done: pd.DataFrame, settings: dict[str, Any], out_dir: Path) -> None:
@@ -262,6 +278,10 @@ def _check_same_settings(done: pd.DataFrame, settings: dict[str, Any], out_dir: 
             continue  # a new column is caught by the header check
         recorded = {str(v) for v in done[name]}
         if recorded != {"" if value is None else str(value)}:  # the CSV holds None as an empty field
+            if name == "weights":
+                raise ValueError(f"{out_dir} holds images drawn by other weights under the same spec ({sorted(recorded)}); "
+                                 f"this run's model has {value}. Use a new output folder (output_dir) for these "
+                                 "weights, or load the weights that drew the folder.")
             raise ValueError(f"{out_dir} holds images made with {name}={sorted(recorded)}, this run asks for "
                              f"{name}={value!r}: the settings changed. Use a new output folder, or restore the settings.")
 

@@ -112,3 +112,19 @@ def test_unavailable_hub_id_fails_fast_with_a_clear_message():
         load_text_to_image("no-such-org/no-such-pipeline", device="cpu")
     assert time.perf_counter() - start < 60  # offline hub calls must not retry for minutes
     assert "download" in str(error.value)
+
+
+def test_an_offline_hub_id_is_read_from_the_local_cache_without_asking_the_hub(monkeypatch):
+    """With HF_HUB_OFFLINE set (read at the call), a hub id loads with local_files_only, so diffusers does
+    not print "Could not reach the Hub" onto the page before reading the same snapshot (the rehearsal's
+    04a); online, or for a local directory, nothing is passed."""
+    from vlbias.models.spec import parse_spec
+    from vlbias.models.text_to_image import _offline_hub
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert _offline_hub(parse_spec("CompVis/stable-diffusion-v1-4")) == {"local_files_only": True}
+    assert _offline_hub(parse_spec("tiny:sd")) == {}
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    assert _offline_hub(parse_spec("CompVis/stable-diffusion-v1-4")) == {}
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    assert _offline_hub(parse_spec("CompVis/stable-diffusion-v1-4")) == {}
