@@ -31,11 +31,12 @@ JOBS ?=
 book: $(STAMP)
 	$(OFFLINE) VLBIAS_SOLUTIONS=$(SOLUTIONS) $(PY) -m vlbias run --profile demo $(if $(JOBS),--jobs $(JOBS))
 
-# `make test` runs independent tests on every core (pytest-xdist); TEST_WORKERS=1 runs them in one process
+# `make test` runs independent tests on every core (pytest-xdist); TEST_WORKERS=1 runs them in one process;
+# it ends with the 20 slowest tests, so a slow CI run says where its time went
 TEST_WORKERS ?= auto
 
 test: $(STAMP)
-	$(OFFLINE) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(OFFLINE) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=20
 
 # The papers' models and data on a GPU (see README). `make full PART=2` runs Part II only;
 # run `python -m vlbias plan --profile full` first.

@@ -315,7 +315,7 @@ def _diffusers_tokenizers(recorded: dict, work: Path) -> dict:
     over words and characters with T5's special ids), whose ids index T5's full embedding table."""
     from transformers import CLIPTokenizer
 
-    from .models.conversion import write_clip_tokenizer_files
+    from .models.conversion import t5_stand_in_tokenizer, write_clip_tokenizer_files
 
     recorded_tokenizers = recorded.get("tokenizers") or {"tokenizer": {"class": "CLIPTokenizer", **recorded["tokenizer"]}}
     tokenizers = {}
@@ -325,9 +325,7 @@ def _diffusers_tokenizers(recorded: dict, work: Path) -> dict:
         if cls == "CLIPTokenizer":
             tokenizers[name] = CLIPTokenizer.from_pretrained(str(write_clip_tokenizer_files(work / "clip-bpe")), **values)
         elif cls == "T5TokenizerFast":
-            from .models.tiny.text_to_image import _write_tiny_t5_tokenizer
-
-            tokenizers[name] = _write_tiny_t5_tokenizer(work / name)
+            tokenizers[name] = t5_stand_in_tokenizer(work / name)
             tokenizers[name].model_max_length = values.get("model_max_length", 512)
         else:
             raise ValueError(f"{recorded['hub_id']}: no tokenizer recipe for {cls}")

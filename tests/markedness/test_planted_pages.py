@@ -82,20 +82,22 @@ def test_01b_unmarked_rates_recover_the_planted_reporting_bias(demo_cache):
 
 
 @pytest.mark.slow
-def test_01a_the_group_captions_leave_unnamed_is_the_least_self_similar(demo_cache):
+def test_01a_the_group_captions_leave_unnamed_is_less_self_similar_than_the_other_races(demo_cache):
     """The planted-reporting mini-CLIP embeds White, the group its captions leave unnamed and whose
-    pictures vary most, least self-similarly of the seven (no significance is claimed for it).
+    pictures vary most, less self-similarly than the other six races on average.
 
-    How much of that is the reporting and how much the variety is not a property of the world: the
-    split depends on the trained weights, which are the same bit for bit on one machine but not across
-    CPUs. On the machine of 2026-12-02 the control (uniform reporting, the same pictures) put White
-    lowest too, its deficit against the other races' mean the planted model's (-0.064 both); the machine
-    this test was written on gave the control another lowest group. The variety's own effect is tested
-    below, on two worlds under the control."""
+    Not that White is the *lowest* of the seven: which group is lowest also depends on the trained
+    weights, which are the same bit for bit on one machine but not across CPUs. Retrained with its
+    learning rate or epochs nudged (1.9e-3, 2.1e-3; 29, 31 epochs) on the machine of 2026-12-03, the
+    planted model put White lowest once and Indian or Black lowest four times (CI's machine put Indian
+    lowest too), while White's deficit against the others' mean stayed between -0.020 and -0.063. Under
+    the control the deficit changed sign when retrained (-0.050 and -0.002), so it is not claimed there;
+    the variety's own effect is tested below, on two worlds under the control."""
     dataset = load_dataset("fairface", root="world", split="val")
     embeddings = embed_images(load_image_text_model(PLANTED, device="cpu"), dataset, progress=False)
     by_race = mk.self_similarity_by_group(dataset.records, embeddings, "race").set_index("race")["self_similarity"]
-    assert by_race.idxmin() == "White"
+    deficit = by_race["White"] - by_race.drop(index="White").mean()
+    assert deficit < -0.01, by_race.sort_values()
 
 
 @pytest.mark.slow

@@ -114,6 +114,7 @@ def test_robustness_says_why_when_too_few_faces_are_found():
     row = face_annotator_robustness(manifest, {"clip": ["male"] * 6, "faces": faces}, reference, n_boot=50)
     assert row["no label: faces"] == 4 and row["both labelled"] == 2
     assert np.isnan(row["VRBS faces"]) and np.isnan(row["VRBS change"])
-    assert row["note"].startswith("1 profession(s) have a person labelled by both annotators; VRBS needs 3")
+    assert row["note"] == ("undefined: only 1 profession(s) of the 3 drawn have a person labelled by both annotators, "
+                           "and VRBS needs 3 or more. 4 of 6 images have no label from faces.")
     with pytest.raises(ValueError, match="exactly two annotators"):
         face_annotator_robustness(manifest, {"faces": faces}, reference)

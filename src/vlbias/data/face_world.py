@@ -12,10 +12,10 @@ One planted cause of the self-similarity measures is **within-group variety**: h
 pictures vary in palette (faded toward grey by a random share, and jittered), size, position,
 background and clutter. (The other is the captions' reporting bias, which ``trained:face-clip``
 sets: a contrastive encoder spreads the pictures of a group its captions leave unnamed. On the
-demo's mini-CLIPs the split between the two causes depends on the trained weights, which are the
-same bit for bit on one machine but not across CPUs: on one machine the control put another race
-lowest, on another (2026-12-02) it put White lowest with the planted model's deficit; the variety's
-own effect is tested on two worlds under the control, ``tests/markedness/test_planted_pages.py``.) ``variety`` sets every group's,
+demo's mini-CLIPs, which race comes out *lowest* depends on the trained weights, which are the same
+bit for bit on one machine but not across CPUs: White is reliably below the other races' mean under the
+planted model, not always the lowest of the seven; the variety's own effect is tested on two worlds
+under the control, ``tests/markedness/test_planted_pages.py``.) ``variety`` sets every group's,
 ``varied_race`` is drawn with ``varied_race_variety`` instead (White by default: the paper finds
 White images the least self-similar), and ``varied_gender``'s pictures vary by
 ``gender_extra_variety`` more (0 by default: more varied pictures are also matched less surely to

@@ -99,6 +99,34 @@ def write_clip_tokenizer_files(directory: str | Path) -> Path:
     return directory
 
 
+def t5_stand_in_tokenizer(directory: str | Path) -> "T5TokenizerFast":
+    """A stand-in for T5's SentencePiece tokenizer, built offline (no package carries T5's vocabulary): a ``tokenizers`` Unigram model over the book's prompt
+    words and single characters (T5's own special ids: ``<pad>`` 0, ``</s>`` 1, ``<unk>`` 2; every
+    sequence ends with ``</s>``), saved as ``tokenizer.json`` and wrapped by ``T5TokenizerFast``."""
+    import string
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast, T5TokenizerFast
+
+    from .tiny.tokenizers import DEMO_WORDS
+
+    pieces = ["▁" + word for word in DEMO_WORDS] + list(string.ascii_lowercase + string.digits + string.punctuation)
+    pieces += ["▁" + c for c in string.ascii_lowercase]
+    # Unigram scores are log-probabilities: whole words score above the characters they are spelt with
+    vocab = [("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)] + [
+        (piece, -1.0 if len(piece) > 2 else -5.0) for piece in dict.fromkeys(pieces)]
+    tokenizer = Tokenizer(models.Unigram(vocab, unk_id=2))
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tokenizer.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    tokenizer.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A </s> $B </s>",
+                                                             special_tokens=[("</s>", 1)])
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer).save_pretrained(directory)  # writes tokenizer.json
+    return T5TokenizerFast(tokenizer_file=str(directory / "tokenizer.json"), eos_token="</s>", unk_token="<unk>",
+                           pad_token="<pad>", extra_ids=0, model_max_length=512)
+
+
 def write_byte_level_bpe_files(directory: str | Path, words, leading: tuple[str, ...] = (),
                                trailing: tuple[str, ...] = ()) -> Path:
     """``vocab.json`` and ``merges.txt`` of a stand-in GPT-2/RoBERTa-style byte-level BPE: the

@@ -99,6 +99,9 @@ def compare_with_reference(shares: pd.DataFrame, reference: pd.Series) -> pd.Dat
 
 #: fewest professions that make VRBS and Spearman's ρ defined (a rank correlation of two points is ±1)
 MIN_PROFESSIONS = 3
+#: what to check when too few professions can be scored
+UNDEFINED_ADVICE = ("Check the annotator's prompts (does 'no person' win everywhere?) and that the profession "
+                    "names match the reference table.")
 
 
 def unscorable_reason(table: pd.DataFrame, n_professions: int | None = None) -> str | None:
@@ -108,11 +111,19 @@ def unscorable_reason(table: pd.DataFrame, n_professions: int | None = None) -> 
     professions were drawn, for the sentence."""
     if len(table) >= MIN_PROFESSIONS:
         return None
+    return undefined_note(len(table), n_professions, "have both a reference share and an image the annotator "
+                          "labelled as showing a person", measures="VRBS and Spearman's ρ")
+
+
+def undefined_note(scorable: int, n_professions: int | None, condition: str, measures: str = "VRBS",
+                   advice: str = UNDEFINED_ADVICE) -> str:
+    """The page's sentence for a measure left undefined because only ``scorable`` professions (of
+    ``n_professions`` drawn, when given) meet ``condition`` ("have an image with a person in both runs"),
+    where ``measures`` need :data:`MIN_PROFESSIONS`; ``advice`` (a sentence, or "") says what to check."""
     drawn = f" of the {n_professions} drawn" if n_professions else ""
-    return (f"undefined: only {len(table)} profession(s){drawn} have both a reference share and an image the annotator "
-            f"labelled as showing a person, and VRBS and Spearman's ρ need {MIN_PROFESSIONS} or more. Check the "
-            "annotator's prompts (does 'no person' win everywhere?) and that the profession names match the "
-            "reference table.")
+    need = "need" if " and " in measures else "needs"
+    return (f"undefined: only {scorable} profession(s){drawn} {condition}, and {measures} {need} {MIN_PROFESSIONS} "
+            f"or more." + (f" {advice}" if advice else ""))
 
 
 def bias_scores(table: pd.DataFrame) -> dict[str, float]:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..stats import mcnemar_exact
 from .annotation import cohen_kappa
-from .bias import MIN_PROFESSIONS, NO_PERSON, bootstrap_bias_scores, compare_with_reference, diversity_by_group, generated_shares, vrbs
+from .bias import MIN_PROFESSIONS, NO_PERSON, bootstrap_bias_scores, compare_with_reference, diversity_by_group, generated_shares, undefined_note, vrbs
 
 #: the prompt intervention's default wording (appended to every prompt)
 REGARDLESS_OF_GENDER = ", regardless of gender"
@@ -91,8 +91,7 @@ def paired_bias_comparison(plain: pd.DataFrame, other: pd.DataFrame, reference: 
                      "pairs_with_person_in_both": int(both.sum()), "p_mcnemar": test["p_mcnemar"]})
         truth.append(reference[name])
     if len(rows) < MIN_PROFESSIONS:  # undefined: the page says why and goes on
-        note = (f"undefined: only {len(rows)} profession(s) of the {pairs[group].nunique()} drawn have an image with a "
-                f"person in both runs, and VRBS needs {MIN_PROFESSIONS} or more")
+        note = undefined_note(len(rows), pairs[group].nunique(), "have an image with a person in both runs", advice="")
         summary = {"professions": len(rows), "VRBS plain": np.nan, "VRBS other": np.nan, "VRBS change": np.nan,
                    **{f"{name} {end}": np.nan for name in ("plain", "other", "change") for end in ("low", "high")},
                    "n_boot": 0, "note": note}
@@ -313,9 +312,10 @@ def face_annotator_robustness(manifest: pd.DataFrame, labels: Mapping[str, Seque
     professions = int(shown.groupby(manifest.loc[scored, "profession"]).any().all(axis=1).sum())
     row.update({f"VRBS {first}": np.nan, f"VRBS {second}": np.nan, "VRBS change": np.nan, "change low": np.nan,
                 "change high": np.nan, "note": ""})
-    if professions < 3:
-        row["note"] = (f"{professions} profession(s) have a person labelled by both annotators; VRBS needs 3 "
-                       f"({row[f'no label: {second}']} of {len(manifest)} images without a label from {second})")
+    if professions < MIN_PROFESSIONS:
+        row["note"] = undefined_note(professions, manifest["profession"].nunique(), "have a person labelled by both "
+                                     "annotators", advice=f"{row[f'no label: {second}']} of {len(manifest)} images have "
+                                     f"no label from {second}.")
         return row
     per_annotator, comparison = annotator_robustness(manifest, cleaned, reference, target=target, n_boot=n_boot,
                                                      confidence=confidence, seed=seed)

@@ -7,15 +7,9 @@ Each is saved with the pipeline's ``save_pretrained``, so that loading a fixture
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 import torch
 
 from . import register_tiny
-
-if TYPE_CHECKING:
-    from transformers import T5TokenizerFast
-
 
 @register_tiny("sd", "text-to-image", version=1,
                description="random Stable-Diffusion-1.x-shaped pipeline: 32-px images, 2-layer CLIP text encoder")
@@ -60,33 +54,6 @@ def build_tiny_sd(directory: Path) -> None:
     tokenizer_dir.rmdir()
 
 
-def _write_tiny_t5_tokenizer(directory: Path) -> "T5TokenizerFast":
-    """A T5-style tokenizer built offline: a ``tokenizers`` Unigram model over the book's prompt
-    words and single characters (T5's own special ids: ``<pad>`` 0, ``</s>`` 1, ``<unk>`` 2; every
-    sequence ends with ``</s>``), saved as ``tokenizer.json`` and wrapped by ``T5TokenizerFast``."""
-    import string
-
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast, T5TokenizerFast
-
-    from .tokenizers import DEMO_WORDS
-
-    pieces = ["▁" + word for word in DEMO_WORDS] + list(string.ascii_lowercase + string.digits + string.punctuation)
-    pieces += ["▁" + c for c in string.ascii_lowercase]
-    # Unigram scores are log-probabilities: whole words score above the characters they are spelt with
-    vocab = [("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)] + [
-        (piece, -1.0 if len(piece) > 2 else -5.0) for piece in dict.fromkeys(pieces)]
-    tokenizer = Tokenizer(models.Unigram(vocab, unk_id=2))
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
-    tokenizer.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
-    tokenizer.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A </s> $B </s>",
-                                                             special_tokens=[("</s>", 1)])
-    directory.mkdir(parents=True, exist_ok=True)
-    PreTrainedTokenizerFast(tokenizer_object=tokenizer).save_pretrained(directory)  # writes tokenizer.json
-    return T5TokenizerFast(tokenizer_file=str(directory / "tokenizer.json"), eos_token="</s>", unk_token="<unk>",
-                           pad_token="<pad>", extra_ids=0, model_max_length=512)
-
-
 @register_tiny("sd3", "text-to-image", version=1,
                description="random Stable-Diffusion-3-shaped pipeline: MM-DiT transformer with flow matching, "
                            "two CLIP text encoders with projection and a T5 encoder; 32-px images")
@@ -99,6 +66,8 @@ def build_tiny_sd3(directory: Path) -> None:
                            StableDiffusion3Pipeline)
     from transformers import CLIPTextConfig, CLIPTextModelWithProjection, CLIPTokenizer, T5Config, T5EncoderModel
 
+    from ..conversion import t5_stand_in_tokenizer
+
     from .tokenizers import write_byte_level_bpe
 
     directory = Path(directory)
@@ -107,7 +76,7 @@ def build_tiny_sd3(directory: Path) -> None:
                                       special_tokens=["<|startoftext|>", "<|endoftext|>"])
     clip_tokenizer = CLIPTokenizer(str(scratch / "clip" / "vocab.json"), str(scratch / "clip" / "merges.txt"),
                                    model_max_length=77)
-    t5_tokenizer = _write_tiny_t5_tokenizer(scratch / "t5")
+    t5_tokenizer = t5_stand_in_tokenizer(scratch / "t5")
     clip_width, projection, t5_width = 32, 32, 64  # SD 3: 768 and 1280 (CLIP), 4096 (T5)
     torch.manual_seed(0)
 
