@@ -1,4 +1,4 @@
-"""Command line: ``python -m vlbias plan|precompute|run|build|list|open|tiny``."""
+"""Command line: ``python -m vlbias plan|precompute|run|build|list|open|tiny|rehearsal|audit``."""
 
 from __future__ import annotations
 
@@ -55,6 +55,15 @@ def _parser() -> argparse.ArgumentParser:
 
     tiny = commands.add_parser("tiny", help="build the tiny: fixture checkpoints and print where they are")
     tiny.add_argument("names", nargs="*", help="tiny model names (default: all)")
+
+    audit = commands.add_parser("audit", help="write a bias card per model: every measure of the book that applies "
+                                              "to its kind, with a profile's parameters (outputs/PROFILE/cards)")
+    audit.add_argument("specs", nargs="+", metavar="SPEC",
+                       help="model specs: hub id, open_clip name/tag, directory, asset:, trained: or tiny:")
+    audit.add_argument("--profile", default="demo", help="whose notebook parameters the measures use")
+    audit.add_argument("--parts", nargs="+", default=None, help="only these parts' measures (markedness, colorfoil, ...)")
+    audit.add_argument("--out", type=Path, default=None, help="the card folder (default: outputs/PROFILE/cards)")
+    audit.add_argument("--project-dir", type=Path, default=None)
 
     rehearsal = commands.add_parser("rehearsal", help="the full profile's dress rehearsal: a local hub mirror of "
                                                       "random-weight checkpoints, and the data sets at small size")
@@ -138,6 +147,15 @@ def main(argv: list[str] | None = None) -> int:
                                  launch=not args.no_launch)
         if args.command == "rehearsal":
             return _rehearsal(args)
+        if args.command == "audit":
+            from . import audit
+            from .errors import ModelUnavailableError
+
+            try:
+                return audit.main(args.specs, args.profile, args.parts, args.out, args.project_dir)
+            except (ValueError, FileNotFoundError, ModelUnavailableError) as error:
+                print(f"error: {error}", file=sys.stderr)
+                return 2
         if args.command == "tiny":
             from .models import load_tiny_builders, tiny_checkpoint
 

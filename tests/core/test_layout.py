@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("markedness", "colorfoil", "harms", "t2i")
 # the public index, the command line, precompute (which runs the parts' cached calls) and the rehearsal
 # (the whole profile: its models and data files) may see every part
-ABOVE_THE_PARTS = {"metrics.py", "__main__.py", "precompute.py", "rehearsal.py"}  # rehearsal: the whole profile, its data files too
+ABOVE_THE_PARTS = {"metrics.py", "__main__.py", "precompute.py", "rehearsal.py", "audit.py"}  # rehearsal: the whole profile, its data files too; audit: every part's measures
 # core modules that hold measures two parts share
 SHARED_MEASURES = {"vlbias.stats", "vlbias.weat"}
 

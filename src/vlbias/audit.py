@@ -1,0 +1,286 @@
+"""``python -m vlbias audit``: one bias card per model, across the book's measures.
+
+The audit finds a model's kind (:func:`vlbias.models.kinds.model_kind`) and runs every measure of the
+book that applies to it (:data:`MEASURES`), with the parameters the profile gives the notebook that
+measure comes from, through the functions that notebook calls. The embeddings and scores are cached
+as the notebooks cache them, so an audit after a book run (or a second audit) mostly reads caches.
+Each measure that fails leaves a failure row on the card and the rest of the card standing.
+
+The card (:mod:`vlbias.cards`) is written to ``outputs/<profile>/cards/<spec>.json``; the
+leaderboard reads every card in that folder, including cards copied there from other machines.
+
+What is audited today: image-text models (dual encoders and pairwise matchers) on Part I's
+markedness and self-similarity and Part II's ColorFoil. Language models and text-to-image pipelines
+are known kinds with no audit measure yet, and say so (issue 25 lists theirs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .cards import Card, Result, provenance, write_card
+
+#: the Wilson interval the book's rates carry
+WILSON = "Wilson 95%"
+
+
+@dataclass(frozen=True)
+class AuditMeasure:
+    """One measure of a card: ``name`` (as the card lists it), the book ``part`` it comes from, the
+    model ``kind`` it applies to, the ``notebook`` whose profile parameters it runs with, what it
+    computes, ``run(spec, parameters, progress) -> (results, data identities)``, and ``limits``: what
+    it cannot tell, for the card."""
+
+    name: str
+    part: str
+    kind: str
+    notebook: str
+    run: Callable[[str, dict[str, Any], bool], tuple[list[Result], dict[str, str]]]
+    limits: str
+
+
+# --------------------------------------------------------------------------- Part I
+
+
+#: the groups the markedness paper expects to be left unmarked (its hypothesis), per label family
+DEFAULT_GROUPS = {"race": ("White",), "gender": ("Male",), "age": ("20-29", "30-39", "40-49", "50-59")}
+
+
+def _face_embeddings(spec: str, p: dict[str, Any], progress: bool):
+    from .data import load_dataset
+    from .embeddings import embed_images
+    from .models import load_image_text_model
+
+    dataset = load_dataset("fairface", root=p["data_root"], split=p["split"], padding=p["padding"])
+    model = load_image_text_model(spec, device=p["device"], half=p["half"])
+    embeddings = embed_images(model, dataset, batch_size=p["batch_size"], decode_workers=p["decode_workers"],
+                              progress=progress)
+    return dataset, model, embeddings
+
+
+def _markedness(spec: str, p: dict[str, Any], progress: bool):
+    """01b's unmarked rates per group of each family, and the paper's headline: how much more often
+    the groups it expects unmarked (:data:`DEFAULT_GROUPS`) are left unmarked than the rest."""
+    from . import markedness as mk
+    from .embeddings import embed_texts
+    from .stats import rate_difference_interval
+
+    dataset, model, embeddings = _face_embeddings(spec, p, progress)
+    person, prompts = mk.prompt_set(p["prompt_prefix"], p["oldest_age_wording"], p["race_phrases"], p["gender_words"])
+    flags = mk.unmarked_flags(embeddings, lambda texts: embed_texts(model, texts, progress=False), prompts, person)
+    records, results = dataset.records, []
+    for family in mk.FAMILIES:
+        for row in mk.unmarked_by(records, flags, family, family).to_dict("records"):
+            results.append(Result(f"unmarked rate ({family} labels)", "markedness", row["unmarked_%"] / 100,
+                                  row["ci_low_%"] / 100, row["ci_high_%"] / 100, group=str(row["group"]),
+                                  interval=WILSON, n=int(row["n"]), unit="share"))
+        inside = records[family].isin(DEFAULT_GROUPS[family]).to_numpy()
+        unmarked = flags[family].to_numpy().astype(bool)
+        gap, low, high = rate_difference_interval(int(unmarked[inside].sum()), int(inside.sum()),
+                                                  int(unmarked[~inside].sum()), int((~inside).sum()))
+        results.append(Result(f"default-group unmarked gap ({family})", "markedness", gap, low, high,
+                              group=", ".join(DEFAULT_GROUPS[family]), interval="Newcombe 95%", n=len(records),
+                              unit="share difference", order="absolute",
+                              note=f"unmarked rate of {', '.join(DEFAULT_GROUPS[family])} minus every other "
+                                   f"{family}'s; 0: no group is the default"))
+    return results, {"fairface": dataset.identity}
+
+
+def _self_similarity(spec: str, p: dict[str, Any], progress: bool):
+    """01a's self-similarity per race and gender, with its resampling interval."""
+    from . import markedness as mk
+
+    dataset, _, embeddings = _face_embeddings(spec, p, progress)
+    results = []
+    for family in ("race", "gender"):
+        table = mk.self_similarity_by(dataset.records, embeddings, family, estimator=p["estimator"],
+                                      repetitions=p["repetitions"], seed=p["seed"], sample_size=p["sample_size"],
+                                      draws=p["released_code_draws"], interval=p["interval"])
+        for row in table.to_dict("records"):
+            results.append(Result(f"self-similarity ({family})", "markedness", row["mean"], row["ci_low"], row["ci_high"],
+                                  group=str(row["group"]), interval=f"{row.get('interval', 'resampling')} 95%",
+                                  unit="mean cosine"))
+    return results, {"fairface": dataset.identity}
+
+
+# --------------------------------------------------------------------------- Part II
+
+
+def _colorfoil(spec: str, p: dict[str, Any], progress: bool):
+    """02b's ColorFoil accuracy (Wilson interval) and F1 at each foil count, on COCO and Flickr30k."""
+    from .colorfoil import construction as cf
+    from .colorfoil import evaluation as cfe
+    from .colorfoil import stages as cfs
+
+    datasets = cfs.evaluation_datasets(p["data_root"], p["coco_split"], p["flickr_splits"])
+    benchmarks, max_foils = cfs.foil_benchmarks(
+        datasets, p["benchmark_dir"], foil_type=p["foil_type"], construction=p["construction"],
+        coco_caption_choice=p["coco_caption_choice"], flickr_caption_choice=p["flickr_caption_choice"],
+        colour_selection=p["colour_selection"], foil_targets=p["foil_targets"], seed=p["seed"],
+        max_pairs=p["max_pairs"], foil_counts=p["foil_counts"], confusion_foils=p["confusion_foils"])
+    datasets, _ = cf.with_foils(datasets, benchmarks, p["foil_type"])
+    scores, _, failures, _ = cfe.score_models([spec], datasets, benchmarks, max_foils=max_foils,
+                                              batch_size=p["batch_size"], device=p["device"], half=p["half"],
+                                              progress=progress)
+    if len(failures):
+        raise RuntimeError(f"ColorFoil could not score {spec}: {failures.iloc[0].to_dict()}")
+    results = []
+    for row in cfe.evaluation_table(scores, p["foil_counts"]).to_dict("records"):
+        where = f"{row['dataset']}, k={row['foils']}"
+        results.append(Result(f"ColorFoil accuracy ({where})", "colorfoil", row["accuracy_%"] / 100,
+                              row["ci_low_%"] / 100, row["ci_high_%"] / 100, interval=WILSON, n=int(row["n"]),
+                              unit="share", order="descending"))
+        results.append(Result(f"ColorFoil F1 ({where})", "colorfoil", row["f1"], n=int(row["n"]), unit="F1",
+                              order="descending", note="the paper's F1 (every pair counted as a positive)"))
+    return results, {name: dataset.identity for name, dataset in datasets.items()}
+
+
+#: every measure the audit runs, by kind; a new measure is one entry here
+MEASURES: tuple[AuditMeasure, ...] = (
+    AuditMeasure("markedness", "markedness", "image-text", "01b_markedness", _markedness,
+                 "Markedness compares 'a photo of a person' with labelled prompts on one data set's pictures: it "
+                 "shows which labels the model leaves implicit there, not why, and not how it treats real people "
+                 "outside that data set."),
+    AuditMeasure("self-similarity", "markedness", "image-text", "01a_self_similarity", _self_similarity,
+                 "Self-similarity mixes how varied a group's pictures are with how the model spreads them; on its "
+                 "own it cannot tell the two apart."),
+    AuditMeasure("colorfoil", "colorfoil", "image-text", "02b_colorfoil_evaluation", _colorfoil,
+                 "ColorFoil tests colour words only, on captions that name a colour; it says nothing about other "
+                 "attributes or about a model's social biases."),
+)
+PARTS = tuple(dict.fromkeys(measure.part for measure in MEASURES))
+
+
+def measures_for(kind: str, parts: Sequence[str] | None = None) -> list[AuditMeasure]:
+    """The measures that apply to ``kind`` among ``parts`` (all by default). An unknown part raises,
+    naming the parts that exist."""
+    known = {"markedness", "colorfoil", "harms", "t2i"}
+    unknown = sorted(set(parts or ()) - known)
+    if unknown:
+        raise ValueError(f"--parts {', '.join(unknown)}: no such part; the parts are {', '.join(sorted(known))}")
+    return [measure for measure in MEASURES if measure.kind == kind and (not parts or measure.part in parts)]
+
+
+def applicable(spec: str, kind: str, parts: Sequence[str] | None = None) -> list[AuditMeasure]:
+    """:func:`measures_for` ``spec``'s ``kind``; raises, naming the spec, its kind and the kinds the
+    audit measures, where none applies."""
+    measures = measures_for(kind, parts)
+    if not measures:
+        audited = ", ".join(sorted({measure.kind for measure in MEASURES}))
+        raise ValueError(f"audit: {spec!r} is a {kind} model, and no audit measure applies to it"
+                         + (f" among --parts {', '.join(parts)}" if parts else "")
+                         + f"; the audit measures {audited} models so far")
+    return measures
+
+
+def card_path(folder: str | Path, spec: str) -> Path:
+    """Where the card of ``spec`` is written in ``folder``: the spec with everything but letters,
+    digits, dots and dashes replaced, so that every spec gets one file name."""
+    return Path(folder) / (re.sub(r"[^A-Za-z0-9.\-]+", "_", spec).strip("_") + ".json")
+
+
+def code_revision(root: Path) -> str | None:
+    """The git commit the project folder is at (``-dirty`` when it has uncommitted changes), or None."""
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit + ("-dirty" if dirty else "")
+
+
+def audit_model(spec: str, profile: str = "demo", parts: Sequence[str] | None = None, root: str | Path | None = None,
+                out_dir: str | Path | None = None, progress: bool = True) -> tuple[Card, Path]:
+    """Audit one model: run every measure of its kind (among ``parts``) with ``profile``'s parameters,
+    and write its card to ``out_dir`` (default: ``outputs/<profile>/cards``). Returns the card and its
+    path. A spec that does not parse or names no model of a measured kind raises before anything runs."""
+    from .models import parse_spec
+    from .models.kinds import model_kind
+    from .profiles import find_project_root, notebook_parameters, plan_run
+
+    root = Path(root) if root is not None else find_project_root()
+    parse_spec(spec)  # a bad spec fails here, with the spec grammar's own error
+    kind = model_kind(spec)
+    measures = applicable(spec, kind, parts)
+    plan = plan_run(root, profile, only=sorted({measure.notebook for measure in measures}))
+    results, failures, data, limits, identity = [], [], {}, [], None
+    # the profile's environment (offline flags) where not set already, and the notebooks' folder, whose
+    # relative paths the parameters name; both as they were afterwards
+    with _environment(plan.env), contextlib.chdir(root / "notebooks"):
+        for measure in measures:
+            if progress:
+                print(f"audit {spec}: {measure.name} ({measure.notebook}'s parameters)", file=sys.stderr, flush=True)
+            parameters = notebook_parameters(root, measure.notebook, plan)
+            try:
+                rows, used = measure.run(spec, parameters, progress)
+            except Exception as error:  # one failed measure leaves the rest of the card standing
+                failures.append({"measure": measure.name, "error": f"{type(error).__name__}: {error}"})
+                continue
+            results.extend(rows)
+            data.update(used)
+            limits.append(measure.limits)
+            identity = identity or _identity(spec, parameters)
+    identity = identity or {"weights": f"spec:{spec}"}
+    card = Card(model={"spec": spec, "kind": kind, "weights": identity["weights"], "dtype": identity.get("dtype"),
+                       "architecture": identity.get("architecture"), "description": _description(spec)},
+                provenance=provenance(profile, data=data, code_revision=code_revision(root)),
+                results=results, failures=failures, limits=limits)
+    folder = Path(out_dir) if out_dir is not None else root / "outputs" / profile / "cards"
+    return card, write_card(card, card_path(folder, spec))
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]):
+    added = {name: value for name, value in values.items() if name not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
+def _identity(spec: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """What the loaded weights are (the model layer's identity; loading is cached by the loaders)."""
+    from .models import load_image_text_model
+
+    model = load_image_text_model(spec, device=parameters.get("device"), half=parameters.get("half"))
+    identity = model.identity
+    return {"weights": identity.weights, "dtype": identity.dtype, "architecture": identity.architecture}
+
+
+def _description(spec: str) -> str | None:
+    from .models import parse_spec
+
+    parsed = parse_spec(spec)
+    if parsed.source == "trained":
+        from .models.trained import describe_trained
+
+        return describe_trained(parsed.name)
+    return None
+
+
+def main(specs: Sequence[str], profile: str = "demo", parts: Sequence[str] | None = None,
+         out_dir: str | Path | None = None, project_dir: str | Path | None = None) -> int:
+    """``python -m vlbias audit SPEC [SPEC ...] --profile demo [--parts ...] [--out DIR]``: every spec is
+    checked (kind, parts) before the first is audited, so a typo does not cost an hour's audit."""
+    from .models.kinds import model_kind
+
+    for spec in specs:
+        applicable(spec, model_kind(spec), parts)
+    for spec in specs:
+        card, path = audit_model(spec, profile, parts, root=project_dir, out_dir=out_dir)
+        print(f"{spec}: {len(card.results)} results, {len(card.failures)} failed measure(s) -> {path}")
+        for failure in card.failures:
+            print(f"  failed: {failure['measure']}: {failure['error']}")
+    return 0
