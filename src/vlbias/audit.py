@@ -10,8 +10,9 @@ The card (:mod:`vlbias.cards`) is written to ``outputs/<profile>/cards/<spec>.js
 leaderboard reads every card in that folder, including cards copied there from other machines.
 
 What is audited today: image-text models (dual encoders and pairwise matchers) on Part I's
-markedness and self-similarity and Part II's ColorFoil. Language models and text-to-image pipelines
-are known kinds with no audit measure yet, and say so (issue 25 lists theirs).
+markedness and self-similarity and Part II's ColorFoil; text-to-image pipelines on Part IV's VRBS,
+Spearman's ρ and amplification. Language models are a known kind with no audit measure yet, and say
+so (issue 25 lists theirs).
 """
 
 from __future__ import annotations
@@ -143,6 +144,49 @@ def _colorfoil(spec: str, p: dict[str, Any], progress: bool):
     return results, {name: dataset.identity for name, dataset in datasets.items()}
 
 
+# --------------------------------------------------------------------------- Part IV
+
+
+def _occupational_bias(spec: str, p: dict[str, Any], progress: bool):
+    """04b's VRBS and Spearman's ρ against the labour statistics, with bootstrap intervals, and the
+    share of professions whose generated majority is further from parity than the statistics'
+    (amplified), from the images 04a and 04b draw (the same folder: a book run's images are reused)."""
+    from .models import load_image_text_model, load_text_to_image
+    from .stats import wilson_interval
+    from .t2i import annotation, bias as t2i_bias, runs as t2i_runs
+    from .t2i.generation import generate_to_disk, run_directory
+
+    jobs = t2i_runs.study_jobs(p["prompt_template"], p["images_per_profession"], seed=p["seed"],
+                               include_source_cases=p["include_source_cases"])
+    run_dir = run_directory(p["output_dir"], spec, t2i_runs.PLAIN_FOLDER)
+    manifest = generate_to_disk(load_text_to_image(spec, device=p["device"], half=p["half"]), jobs, run_dir,
+                                batch_size=p["batch_size"], num_inference_steps=p["num_inference_steps"],
+                                guidance_scale=p["guidance_scale"], height=p["height"], width=p["width"],
+                                progress=progress)
+    annotator = load_image_text_model(p["annotator_spec"], device=p["device"], half=p["annotator_half"])
+    manifest["perceived"] = annotation.label_image_files(annotator, [run_dir / f for f in manifest.file],
+                                                          p["gender_prompts"], batch_size=p["annotation_batch_size"],
+                                                          progress=progress)
+    reference = t2i_bias.reference_shares()
+    scored = manifest[manifest.profession.isin(reference.index)]
+    scores = t2i_bias.bootstrap_bias_scores(scored, reference, n_boot=p["n_boot"], seed=p["seed"])
+    note = scores["note"].dropna().iloc[0] if "note" in scores and scores["note"].notna().any() else None
+    results = [Result("VRBS", "t2i", scores.loc["VRBS", "estimate"], scores.loc["VRBS", "ci_low"],
+                      scores.loc["VRBS", "ci_high"], interval="standard bootstrap 95%", n=len(scored),
+                      unit="1 - mean |generated - reference female share|", order="descending", note=note),
+               Result("Spearman's rho against labour statistics", "t2i", scores.loc["spearman_rho", "estimate"],
+                      scores.loc["spearman_rho", "ci_low"], scores.loc["spearman_rho", "ci_high"],
+                      interval="percentile bootstrap 95%", n=len(scored), unit="rank correlation", note=note)]
+    table = t2i_bias.compare_with_reference(t2i_bias.generated_shares(manifest), reference)
+    if len(table):
+        amplified = int((t2i_bias.classify_gaps(table) == "amplified").sum())
+        low, high = wilson_interval(amplified, len(table))
+        results.append(Result("professions amplified", "t2i", amplified / len(table), float(low), float(high),
+                              interval=WILSON, n=len(table), unit="share of professions", order="ascending",
+                              note="generated majority further from parity than the labour statistics'"))
+    return results, {"reference shares": "published:winobias_bls_female_share"}
+
+
 #: every measure the audit runs, by kind; a new measure is one entry here
 MEASURES: tuple[AuditMeasure, ...] = (
     AuditMeasure("markedness", "markedness", "image-text", "01b_markedness", _markedness,
@@ -155,6 +199,10 @@ MEASURES: tuple[AuditMeasure, ...] = (
     AuditMeasure("colorfoil", "colorfoil", "image-text", "02b_colorfoil_evaluation", _colorfoil,
                  "ColorFoil tests colour words only, on captions that name a colour; it says nothing about other "
                  "attributes or about a model's social biases."),
+    AuditMeasure("occupational bias", "t2i", "text-to-image", "04b_annotation_and_metrics", _occupational_bias,
+                 "VRBS and rho compare perceived gender, as a zero-shot annotator labels it, with US labour "
+                 "statistics for one prompt per profession: the annotator's errors enter the scores, and matching "
+                 "the statistics is not the same as being fair."),
 )
 PARTS = tuple(dict.fromkeys(measure.part for measure in MEASURES))
 
@@ -174,7 +222,7 @@ def applicable(spec: str, kind: str, parts: Sequence[str] | None = None) -> list
     audit measures, where none applies."""
     measures = measures_for(kind, parts)
     if not measures:
-        audited = ", ".join(sorted({measure.kind for measure in MEASURES}))
+        audited = " and ".join(sorted({measure.kind for measure in MEASURES}))
         raise ValueError(f"audit: {spec!r} is a {kind} model, and no audit measure applies to it"
                          + (f" among --parts {', '.join(parts)}" if parts else "")
                          + f"; the audit measures {audited} models so far")
@@ -229,7 +277,7 @@ def audit_model(spec: str, profile: str = "demo", parts: Sequence[str] | None = 
             results.extend(rows)
             data.update(used)
             limits.append(measure.limits)
-            identity = identity or _identity(spec, parameters)
+            identity = identity or _identity(spec, kind, parameters)
     identity = identity or {"weights": f"spec:{spec}"}
     card = Card(model={"spec": spec, "kind": kind, "weights": identity["weights"], "dtype": identity.get("dtype"),
                        "architecture": identity.get("architecture"), "description": _description(spec)},
@@ -250,12 +298,15 @@ def _environment(values: dict[str, str]):
             os.environ.pop(name, None)
 
 
-def _identity(spec: str, parameters: dict[str, Any]) -> dict[str, Any]:
-    """What the loaded weights are (the model layer's identity; loading is cached by the loaders)."""
-    from .models import load_image_text_model
+def _identity(spec: str, kind: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """What the loaded weights are (the model layer's identity, through the loader of ``kind``)."""
+    from .models import load_image_text_model, load_text_to_image
 
-    model = load_image_text_model(spec, device=parameters.get("device"), half=parameters.get("half"))
-    identity = model.identity
+    load = load_text_to_image if kind == "text-to-image" else load_image_text_model
+    model = load(spec, device=parameters.get("device"), half=parameters.get("half"))
+    identity = getattr(model, "identity", None)
+    if identity is None:
+        return {"weights": f"spec:{spec}"}
     return {"weights": identity.weights, "dtype": identity.dtype, "architecture": identity.architecture}
 
 

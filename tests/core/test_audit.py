@@ -45,7 +45,7 @@ def test_model_kind_reads_registries_and_checkpoint_files(tmp_path):
 def test_audit_refuses_bad_input_before_anything_runs(tmp_path, capsys):
     out = tmp_path / "cards"
     with pytest.raises(ValueError, match=r"'tiny:mlm' is a language model, and no audit measure applies to it; the "
-                                         r"audit measures image-text models so far"):
+                                         r"audit measures image-text and text-to-image models so far"):
         audit.audit_model("tiny:mlm", root=ROOT, out_dir=out)
     with pytest.raises(ValueError, match=r"--parts colourfoil: no such part; the parts are colorfoil, harms, markedness, t2i"):
         audit.audit_model("tiny:clip", parts=["colourfoil"], root=ROOT, out_dir=out)
@@ -118,7 +118,8 @@ def test_card_file_names_keep_specs_apart():
 
 
 @pytest.mark.slow
-def test_the_leaderboard_ranks_the_demo_face_clips_in_their_planted_order(demo_cache, tmp_path, monkeypatch):
+def test_the_leaderboard_ranks_the_demo_face_clips_in_their_planted_order(demo_book, demo_cache, tmp_path,
+                                                                          monkeypatch):
     """Audited after the demo book (whose 01a and 01b embedded the face world with both models), the
     planted-reporting mini-CLIP leaves the groups its captions name least unmarked more often than
     the uniform-reporting control, in every family; for gender, whose reporting gap is the widest
@@ -128,7 +129,7 @@ def test_the_leaderboard_ranks_the_demo_face_clips_in_their_planted_order(demo_c
     planted, control = "trained:face-clip", "trained:face-clip?uniform_named=0.5"
     calls = _counting(monkeypatch)
     for spec in (planted, control):
-        audit.audit_model(spec, "demo", parts=["markedness"], root=ROOT, out_dir=tmp_path, progress=False)
+        audit.audit_model(spec, "demo", parts=["markedness"], root=demo_book.project, out_dir=tmp_path, progress=False)
     assert calls == [], calls
     board = leaderboard(read_cards(tmp_path))
     for family in ("race", "gender", "age"):
@@ -136,3 +137,20 @@ def test_the_leaderboard_ranks_the_demo_face_clips_in_their_planted_order(demo_c
         assert rows.loc[control, "rank"] == 1 and rows.loc[planted, "rank"] == 2, rows  # closest to 0 first
     gender = board[board["measure"] == "default-group unmarked gap (gender)"].set_index("spec")
     assert bool(gender.loc[control, "separated"]) and gender.loc[control, "ci_high"] < gender.loc[planted, "ci_low"]
+
+
+@pytest.mark.slow
+def test_the_leaderboard_ranks_the_demo_profession_models_in_their_planted_order(demo_book, demo_cache, tmp_path):
+    """The text-to-image audit reads the images the demo book drew (04a, 04b: the same folder) and
+    ranks the model trained on the labour statistics' shares above the uniform control (every
+    profession half red) on VRBS, and its rho is positive beyond its interval."""
+    from vlbias.cards import leaderboard, read_cards
+
+    planted, control = "trained:profession-diffusion", "trained:profession-diffusion?share_scale=0"
+    for spec in (planted, control):
+        card, _ = audit.audit_model(spec, "demo", root=demo_book.project, out_dir=tmp_path, progress=False)
+        assert not card.failures, card.failures
+    board = leaderboard(read_cards(tmp_path)).set_index(["measure", "spec"])
+    assert board.loc[("VRBS", planted), "rank"] == 1 and board.loc[("VRBS", control), "rank"] == 2
+    rho = board.loc[("Spearman's rho against labour statistics", planted)]
+    assert rho["ci_low"] > 0, rho
