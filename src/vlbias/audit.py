@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .cards import Card, Result, provenance, write_card
+from .markedness.findings import MIDDLE_AGES
 
 #: the Wilson interval the book's rates carry
 WILSON = "Wilson 95%"
@@ -52,16 +53,31 @@ class AuditMeasure:
 
 
 #: the groups the markedness paper expects to be left unmarked (its hypothesis), per label family
-DEFAULT_GROUPS = {"race": ("White",), "gender": ("Male",), "age": ("20-29", "30-39", "40-49", "50-59")}
+DEFAULT_GROUPS = {"race": ("White",), "gender": ("Male",), "age": MIDDLE_AGES}
+
+
+#: the models one audit has loaded, by (kind, spec, device, half): its measures and its card share
+#: one load of each (emptied when the audit ends)
+_LOADED: dict[tuple, Any] = {}
+
+
+def _loaded(kind: str, spec: str, device, half):
+    """``spec`` loaded through the loader of ``kind``, once per audit."""
+    from .models import load_image_text_model, load_text_to_image
+
+    key = (kind, spec, device, half)
+    if key not in _LOADED:
+        load = load_text_to_image if kind == "text-to-image" else load_image_text_model
+        _LOADED[key] = load(spec, device=device, half=half)
+    return _LOADED[key]
 
 
 def _face_embeddings(spec: str, p: dict[str, Any], progress: bool):
     from .data import load_dataset
     from .embeddings import embed_images
-    from .models import load_image_text_model
 
     dataset = load_dataset("fairface", root=p["data_root"], split=p["split"], padding=p["padding"])
-    model = load_image_text_model(spec, device=p["device"], half=p["half"])
+    model = _loaded("image-text", spec, p["device"], p["half"])
     embeddings = embed_images(model, dataset, batch_size=p["batch_size"], decode_workers=p["decode_workers"],
                               progress=progress)
     return dataset, model, embeddings
@@ -72,7 +88,6 @@ def _markedness(spec: str, p: dict[str, Any], progress: bool):
     the groups it expects unmarked (:data:`DEFAULT_GROUPS`) are left unmarked than the rest."""
     from . import markedness as mk
     from .embeddings import embed_texts
-    from .stats import rate_difference_interval
 
     dataset, model, embeddings = _face_embeddings(spec, p, progress)
     person, prompts = mk.prompt_set(p["prompt_prefix"], p["oldest_age_wording"], p["race_phrases"], p["gender_words"])
@@ -83,10 +98,7 @@ def _markedness(spec: str, p: dict[str, Any], progress: bool):
             results.append(Result(f"unmarked rate ({family} labels)", "markedness", row["unmarked_%"] / 100,
                                   row["ci_low_%"] / 100, row["ci_high_%"] / 100, group=str(row["group"]),
                                   interval=WILSON, n=int(row["n"]), unit="share"))
-        inside = records[family].isin(DEFAULT_GROUPS[family]).to_numpy()
-        unmarked = flags[family].to_numpy().astype(bool)
-        gap, low, high = rate_difference_interval(int(unmarked[inside].sum()), int(inside.sum()),
-                                                  int(unmarked[~inside].sum()), int((~inside).sum()))
+        gap, low, high = mk.unmarked_gap(records, flags, family, DEFAULT_GROUPS[family])
         results.append(Result(f"default-group unmarked gap ({family})", "markedness", gap, low, high,
                               group=", ".join(DEFAULT_GROUPS[family]), interval="Newcombe 95%", n=len(records),
                               unit="share difference", order="absolute",
@@ -151,7 +163,6 @@ def _occupational_bias(spec: str, p: dict[str, Any], progress: bool):
     """04b's VRBS and Spearman's ρ against the labour statistics, with bootstrap intervals, and the
     share of professions whose generated majority is further from parity than the statistics'
     (amplified), from the images 04a and 04b draw (the same folder: a book run's images are reused)."""
-    from .models import load_image_text_model, load_text_to_image
     from .stats import wilson_interval
     from .t2i import annotation, bias as t2i_bias, runs as t2i_runs
     from .t2i.generation import generate_to_disk, run_directory
@@ -159,11 +170,11 @@ def _occupational_bias(spec: str, p: dict[str, Any], progress: bool):
     jobs = t2i_runs.study_jobs(p["prompt_template"], p["images_per_profession"], seed=p["seed"],
                                include_source_cases=p["include_source_cases"])
     run_dir = run_directory(p["output_dir"], spec, t2i_runs.PLAIN_FOLDER)
-    manifest = generate_to_disk(load_text_to_image(spec, device=p["device"], half=p["half"]), jobs, run_dir,
+    manifest = generate_to_disk(_loaded("text-to-image", spec, p["device"], p["half"]), jobs, run_dir,
                                 batch_size=p["batch_size"], num_inference_steps=p["num_inference_steps"],
                                 guidance_scale=p["guidance_scale"], height=p["height"], width=p["width"],
                                 progress=progress)
-    annotator = load_image_text_model(p["annotator_spec"], device=p["device"], half=p["annotator_half"])
+    annotator = _loaded("image-text", p["annotator_spec"], p["device"], p["annotator_half"])
     manifest["perceived"] = annotation.label_image_files(annotator, [run_dir / f for f in manifest.file],
                                                           p["gender_prompts"], batch_size=p["annotation_batch_size"],
                                                           progress=progress)
@@ -210,10 +221,11 @@ PARTS = tuple(dict.fromkeys(measure.part for measure in MEASURES))
 def measures_for(kind: str, parts: Sequence[str] | None = None) -> list[AuditMeasure]:
     """The measures that apply to ``kind`` among ``parts`` (all by default). An unknown part raises,
     naming the parts that exist."""
-    known = {"markedness", "colorfoil", "harms", "t2i"}
-    unknown = sorted(set(parts or ()) - known)
+    from .plan import PARTS as BOOK_PARTS
+
+    unknown = sorted(set(parts or ()) - set(BOOK_PARTS))
     if unknown:
-        raise ValueError(f"--parts {', '.join(unknown)}: no such part; the parts are {', '.join(sorted(known))}")
+        raise ValueError(f"--parts {', '.join(unknown)}: no such part; the parts are {', '.join(sorted(BOOK_PARTS))}")
     return [measure for measure in MEASURES if measure.kind == kind and (not parts or measure.part in parts)]
 
 
@@ -264,7 +276,7 @@ def audit_model(spec: str, profile: str = "demo", parts: Sequence[str] | None = 
     results, failures, data, limits, identity = [], [], {}, [], None
     # the profile's environment (offline flags) where not set already, and the notebooks' folder, whose
     # relative paths the parameters name; both as they were afterwards
-    with _environment(plan.env), contextlib.chdir(root / "notebooks"):
+    with _environment(plan.env), contextlib.chdir(root / "notebooks"), _one_load_each():
         for measure in measures:
             if progress:
                 print(f"audit {spec}: {measure.name} ({measure.notebook}'s parameters)", file=sys.stderr, flush=True)
@@ -288,6 +300,14 @@ def audit_model(spec: str, profile: str = "demo", parts: Sequence[str] | None = 
 
 
 @contextlib.contextmanager
+def _one_load_each():
+    try:
+        yield
+    finally:
+        _LOADED.clear()  # the models go when the audit ends
+
+
+@contextlib.contextmanager
 def _environment(values: dict[str, str]):
     added = {name: value for name, value in values.items() if name not in os.environ}
     os.environ.update(added)
@@ -299,11 +319,8 @@ def _environment(values: dict[str, str]):
 
 
 def _identity(spec: str, kind: str, parameters: dict[str, Any]) -> dict[str, Any]:
-    """What the loaded weights are (the model layer's identity, through the loader of ``kind``)."""
-    from .models import load_image_text_model, load_text_to_image
-
-    load = load_text_to_image if kind == "text-to-image" else load_image_text_model
-    model = load(spec, device=parameters.get("device"), half=parameters.get("half"))
+    """What the loaded weights are (the model layer's identity, of the model the measures loaded)."""
+    model = _loaded(kind, spec, parameters.get("device"), parameters.get("half"))
     identity = getattr(model, "identity", None)
     if identity is None:
         return {"weights": f"spec:{spec}"}

@@ -162,16 +162,13 @@ def unmarked_findings(single: dict[str, pd.DataFrame], records: pd.DataFrame, fl
     Female); age pooled, the four middle ages against the rest, as a rate difference with Newcombe's
     interval from the images' flags (``records``, ``flags``: :func:`unmarked_flags`)."""
     from ..findings import Finding, difference_verdict, order_verdict
-    from ..stats import rate_difference_interval
+    from .unmarked import unmarked_gap
 
     race, gender = single["race"].set_index("group"), single["gender"].set_index("group")
     highest_other = race.drop(index="White")[value].idxmax()
     others_max = _published_values(published, "unmarked_rate_max", "race", race.index)
     male, female = gender.loc["Male"], gender.loc["Female"]
-    inside = records["age"].isin(MIDDLE_AGES).to_numpy()
-    unmarked = flags["age"].to_numpy().astype(bool)
-    difference, diff_low, diff_high = rate_difference_interval(
-        int(unmarked[inside].sum()), int(inside.sum()), int(unmarked[~inside].sum()), int((~inside).sum()))
+    difference, diff_low, diff_high = unmarked_gap(records, flags, "age", MIDDLE_AGES)
     middle = _published_values(published, "unmarked_rate", "age", MIDDLE_AGES)
     young = _published_groups(published, "unmarked_rate_max", "age", ["0-2", "3-9"])  # bounds the paper states
     return [

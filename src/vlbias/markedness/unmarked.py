@@ -137,6 +137,18 @@ def unmarked_by(records: pd.DataFrame, flags: pd.DataFrame, family: str, by: str
     return with_group_label(table, keys)
 
 
+def unmarked_gap(records: pd.DataFrame, flags: pd.DataFrame, family: str, groups) -> tuple[float, float, float]:
+    """How much more often ``groups`` (labels of ``family``) are left unmarked by ``family``'s labels
+    than every other group of it, pooled: the rate difference (a share) with Newcombe's 95% interval,
+    ``(gap, low, high)``, from the images' flags (:func:`unmarked_flags`)."""
+    from ..stats import rate_difference_interval
+
+    inside = records[family].isin(list(groups)).to_numpy()
+    unmarked = flags[family].to_numpy().astype(bool)
+    return rate_difference_interval(int(unmarked[inside].sum()), int(inside.sum()), int(unmarked[~inside].sum()),
+                                    int((~inside).sum()))
+
+
 def unmarked_columns(balance: bool) -> tuple[str, str, str]:
     """The (rate, interval low, interval high) columns of :func:`unmarked_table` to report: the
     balanced-subsample ones when ``balance``, else the whole groups' (``01b_markedness``)."""
