@@ -31,7 +31,12 @@ def set_solution_visibility(app, config) -> None:
 
 
 def source_notebook_url(url: str) -> str:
-    """A launch URL for an executed page, rewritten to open the page's source notebook."""
+    """A launch URL for an executed page, rewritten to open the page's source notebook: a notebook run
+    once per model (``book/generated/NAME/SPEC.ipynb``) opens its one source, ``notebooks/NAME.ipynb``."""
+    import re
+
+    one_per_model = re.compile(re.escape(EXECUTED_PREFIX) + r"([^/?#]+)/[^/?#]+\.ipynb")
+    url = one_per_model.sub(lambda match: f"{SOURCE_PREFIX}{match.group(1)}.ipynb", url)
     return url.replace(EXECUTED_PREFIX, SOURCE_PREFIX)
 
 

@@ -64,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--parts", nargs="+", default=None, help="only these parts' measures (markedness, colorfoil, ...)")
     audit.add_argument("--out", type=Path, default=None, help="the card folder (default: outputs/PROFILE/cards)")
     audit.add_argument("--project-dir", type=Path, default=None)
+    audit.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                       help="run the heavy stages (embeddings, scores, images) on Ray first, through precompute's "
+                            "executor: a cluster's address (e.g. ray://head:10001), or none for a local instance")
 
     rehearsal = commands.add_parser("rehearsal", help="the full profile's dress rehearsal: a local hub mirror of "
                                                       "random-weight checkpoints, and the data sets at small size")
@@ -148,12 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "rehearsal":
             return _rehearsal(args)
         if args.command == "audit":
-            from . import audit
+            from . import audit, precompute
             from .errors import ModelUnavailableError
 
             try:
-                return audit.main(args.specs, args.profile, args.parts, args.out, args.project_dir)
-            except (ValueError, FileNotFoundError, ModelUnavailableError) as error:
+                return audit.main(args.specs, args.profile, args.parts, args.out, args.project_dir, args.ray)
+            except (ValueError, FileNotFoundError, ModelUnavailableError, precompute.PrecomputeError) as error:
                 print(f"error: {error}", file=sys.stderr)
                 return 2
         if args.command == "tiny":

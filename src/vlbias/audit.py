@@ -7,7 +7,11 @@ as the notebooks cache them, so an audit after a book run (or a second audit) mo
 Each measure that fails leaves a failure row on the card and the rest of the card standing.
 
 The card (:mod:`vlbias.cards`) is written to ``outputs/<profile>/cards/<spec>.json``; the
-leaderboard reads every card in that folder, including cards copied there from other machines.
+leaderboard reads every card in that folder, including cards copied there from other machines. In the
+book, ``05a_model_card`` runs :func:`audit_model` once per model (each card a page, with the papers'
+published numbers as reference rows and their directional claims judged by the card's intervals,
+:func:`card_findings`) and ``05b_leaderboard`` ranks the folder. With ``--ray`` the measures'
+heavy stages run first on Ray, through precompute's executor (:func:`precompute_audit`).
 
 What is audited today: image-text models (dual encoders and pairwise matchers) on Part I's
 markedness and self-similarity and Part II's ColorFoil; text-to-image pipelines on Part IV's VRBS,
@@ -19,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -47,6 +50,71 @@ class AuditMeasure:
     notebook: str
     run: Callable[[str, dict[str, Any], bool], tuple[list[Result], dict[str, str]]]
     limits: str
+    #: the papers' published numbers for their models on this measure, as the card's reference rows
+    #: (``measure`` spelled as the measure's results are)
+    reference: Callable[[], list[dict[str, Any]]] = lambda: []
+    #: the notebook's parameters that name the model measured (a spec, or a list of specs): ``audit --ray``
+    #: points them at the audited model to precompute its heavy stages as that notebook would
+    model_parameters: tuple[str, ...] = ()
+
+
+def _published_rows(table: str, source: str, measures: dict[str, Callable[[dict], str | None]],
+                    model: Callable[[dict], str], scale: float | Callable[[dict], float] = 1.0,
+                    keep: Callable[[dict], bool] = lambda row: True):
+    """Reference rows from a shipped published table (``resources/published/<table>.csv``): each row
+    whose ``measure`` is a key of ``measures`` becomes the card measure that function names (None:
+    left out), with its value times ``scale`` (a number, or a function of the row), its ``model`` and the source with where it is stated."""
+    from .book import published
+
+    rows = []
+    for row in published(table).to_dict("records"):
+        name = measures[row["measure"]](row) if row["measure"] in measures and keep(row) else None
+        if name is not None:
+            group = row.get("group")
+            rows.append({"measure": name, "model": model(row), "estimate": float(row["value"]) * (scale(row) if callable(scale) else scale),
+                         "group": None if group is None or group != group else str(group),
+                         "source": f"{source}, {row['where']}" if row.get("where") == row.get("where") and row.get("where")
+                         else source})
+    return rows
+
+
+WOLFE = "Wolfe & Caliskan (2022), published"
+PAPER_CLIP = "CLIP ViT-B/32"
+
+
+def _one_label(row: dict) -> bool:
+    """A published row about one group of its family ("White"), not an intersection ("White, Male, 30-39")."""
+    return "," not in str(row["group"])
+
+
+def _markedness_reference():
+    return _published_rows("markedness_wolfe2022", WOLFE,
+                           {"unmarked_rate": lambda row: f"unmarked rate ({row['family']} labels)"
+                            if row["family"] in DEFAULT_GROUPS and _one_label(row) else None},
+                           model=lambda row: PAPER_CLIP, scale=0.01)
+
+
+def _self_similarity_reference():
+    return _published_rows("markedness_wolfe2022", WOLFE,
+                           {"self_similarity": lambda row: f"self-similarity ({row['family']})"
+                            if row["family"] in ("race", "gender") and _one_label(row) else None},
+                           model=lambda row: PAPER_CLIP)
+
+
+def _colorfoil_reference():
+    where = lambda row: f"{row['dataset']}, k={row['foils']}"  # noqa: E731
+    return _published_rows("colorfoil_table1_samin2024", "Samin et al. (2024), published Table 1",
+                           {"accuracy_%": lambda row: f"ColorFoil accuracy ({where(row)})",
+                            "f1": lambda row: f"ColorFoil F1 ({where(row)})"},
+                           model=lambda row: str(row["model"]),
+                           scale=lambda row: 0.01 if row["measure"] == "accuracy_%" else 1.0)  # a percentage; F1 a fraction
+
+
+def _occupational_reference():
+    return _published_rows("t2i_occupational_bias_source", "Part IV source text, published",
+                           {"vrbs": lambda row: "VRBS", "spearman_rho": lambda row: "Spearman's rho against labour statistics"},
+                           model=lambda row: str(row["model"]),
+                           keep=lambda row: row.get("sampler") == "plain")
 
 
 # --------------------------------------------------------------------------- Part I
@@ -187,7 +255,9 @@ def _occupational_bias(spec: str, p: dict[str, Any], progress: bool):
                       unit="1 - mean |generated - reference female share|", order="descending", note=note),
                Result("Spearman's rho against labour statistics", "t2i", scores.loc["spearman_rho", "estimate"],
                       scores.loc["spearman_rho", "ci_low"], scores.loc["spearman_rho", "ci_high"],
-                      interval="percentile bootstrap 95%", n=len(scored), unit="rank correlation", note=note)]
+                      interval="percentile bootstrap 95%", n=len(scored), unit="rank correlation", order="descending",
+                      note=note or "ranked by agreement with the labour statistics' order, as VRBS is: a ranking of "
+                                   "fidelity to those statistics, not of fairness")]
     table = t2i_bias.compare_with_reference(t2i_bias.generated_shares(manifest), reference)
     if len(table):
         amplified = int((t2i_bias.classify_gaps(table) == "amplified").sum())
@@ -195,7 +265,8 @@ def _occupational_bias(spec: str, p: dict[str, Any], progress: bool):
         results.append(Result("professions amplified", "t2i", amplified / len(table), float(low), float(high),
                               interval=WILSON, n=len(table), unit="share of professions", order="ascending",
                               note="generated majority further from parity than the labour statistics'"))
-    return results, {"reference shares": "published:winobias_bls_female_share"}
+    return results, {"reference shares": "published:winobias_bls_female_share",
+                     "perceived-gender annotator": f"{p['annotator_spec']} (prompts: {len(p['gender_prompts'])} classes)"}
 
 
 #: every measure the audit runs, by kind; a new measure is one entry here
@@ -203,17 +274,17 @@ MEASURES: tuple[AuditMeasure, ...] = (
     AuditMeasure("markedness", "markedness", "image-text", "01b_markedness", _markedness,
                  "Markedness compares 'a photo of a person' with labelled prompts on one data set's pictures: it "
                  "shows which labels the model leaves implicit there, not why, and not how it treats real people "
-                 "outside that data set."),
+                 "outside that data set.", _markedness_reference, ("model_spec", "model_specs")),
     AuditMeasure("self-similarity", "markedness", "image-text", "01a_self_similarity", _self_similarity,
                  "Self-similarity mixes how varied a group's pictures are with how the model spreads them; on its "
-                 "own it cannot tell the two apart."),
+                 "own it cannot tell the two apart.", _self_similarity_reference, ("model_spec", "model_specs")),
     AuditMeasure("colorfoil", "colorfoil", "image-text", "02b_colorfoil_evaluation", _colorfoil,
                  "ColorFoil tests colour words only, on captions that name a colour; it says nothing about other "
-                 "attributes or about a model's social biases."),
+                 "attributes or about a model's social biases.", _colorfoil_reference, ("model_specs",)),
     AuditMeasure("occupational bias", "t2i", "text-to-image", "04b_annotation_and_metrics", _occupational_bias,
                  "VRBS and rho compare perceived gender, as a zero-shot annotator labels it, with US labour "
                  "statistics for one prompt per profession: the annotator's errors enter the scores, and matching "
-                 "the statistics is not the same as being fair."),
+                 "the statistics is not the same as being fair.", _occupational_reference, ("t2i_spec",)),
 )
 PARTS = tuple(dict.fromkeys(measure.part for measure in MEASURES))
 
@@ -242,9 +313,11 @@ def applicable(spec: str, kind: str, parts: Sequence[str] | None = None) -> list
 
 
 def card_path(folder: str | Path, spec: str) -> Path:
-    """Where the card of ``spec`` is written in ``folder``: the spec with everything but letters,
-    digits, dots and dashes replaced, so that every spec gets one file name."""
-    return Path(folder) / (re.sub(r"[^A-Za-z0-9.\-]+", "_", spec).strip("_") + ".json")
+    """Where the card of ``spec`` is written in ``folder``: ``<spec_slug>.json`` (:func:`vlbias.paths.spec_slug`),
+    the name of its page too."""
+    from .paths import spec_slug
+
+    return Path(folder) / f"{spec_slug(spec)}.json"
 
 
 def code_revision(root: Path) -> str | None:
@@ -273,7 +346,7 @@ def audit_model(spec: str, profile: str = "demo", parts: Sequence[str] | None = 
     kind = model_kind(spec)
     measures = applicable(spec, kind, parts)
     plan = plan_run(root, profile, only=sorted({measure.notebook for measure in measures}))
-    results, failures, data, limits, identity = [], [], {}, [], None
+    results, failures, data, limits, reference, identity = [], [], {}, [], [], None
     # the profile's environment (offline flags) where not set already, and the notebooks' folder, whose
     # relative paths the parameters name; both as they were afterwards
     with _environment(plan.env), contextlib.chdir(root / "notebooks"), _one_load_each():
@@ -289,14 +362,23 @@ def audit_model(spec: str, profile: str = "demo", parts: Sequence[str] | None = 
             results.extend(rows)
             data.update(used)
             limits.append(measure.limits)
+            reference.extend(measure.reference())
             identity = identity or _identity(spec, kind, parameters)
     identity = identity or {"weights": f"spec:{spec}"}
     card = Card(model={"spec": spec, "kind": kind, "weights": identity["weights"], "dtype": identity.get("dtype"),
                        "architecture": identity.get("architecture"), "description": _description(spec)},
                 provenance=provenance(profile, data=data, code_revision=code_revision(root)),
-                results=results, failures=failures, limits=limits)
-    folder = Path(out_dir) if out_dir is not None else root / "outputs" / profile / "cards"
+                results=results, reference=reference, failures=failures, limits=limits)
+    folder = Path(out_dir) if out_dir is not None else card_folder(profile, root)
     return card, write_card(card, card_path(folder, spec))
+
+
+def card_folder(profile: str, root: str | Path | None = None) -> Path:
+    """Where a profile's cards are written and the leaderboard reads them: ``outputs/<profile>/cards``
+    under the project root (the folder above, or ``root``)."""
+    from .profiles import find_project_root
+
+    return (Path(root) if root is not None else find_project_root()) / "outputs" / profile / "cards"
 
 
 @contextlib.contextmanager
@@ -338,17 +420,140 @@ def _description(spec: str) -> str | None:
     return None
 
 
+def precompute_assignments(spec: str, measures: Sequence[AuditMeasure], root: str | Path) -> tuple[list[str], list[str]]:
+    """The notebooks of ``measures`` and the ``--set NOTEBOOK.PARAMETER=VALUE`` assignments that point
+    their model parameters at ``spec`` (a list parameter gets ``[spec]``): what ``python -m vlbias
+    precompute`` computes for them is then this model's embeddings, scores or images."""
+    import json
+
+    from .profiles import parameter_defaults
+
+    notebooks = sorted({measure.notebook for measure in measures})
+    assignments = []
+    for measure in measures:
+        defaults = parameter_defaults(Path(root) / "notebooks" / f"{measure.notebook}.ipynb")
+        for name in measure.model_parameters:
+            value = [spec] if isinstance(defaults.get(name), list) else spec
+            assignments.append(f"{measure.notebook}.{name}={json.dumps(value)}")
+    return notebooks, sorted(set(assignments))
+
+
+def precompute_audit(specs: Sequence[str], profile: str = "demo", parts: Sequence[str] | None = None,
+                     root: str | Path | None = None, address: str | None = None,
+                     write: Callable[[str], None] = print) -> dict[str, dict]:
+    """The heavy stages of every spec's measures (image embeddings, ColorFoil scores, generated images),
+    run by precompute's executor on Ray (``python -m vlbias precompute``: a cluster at ``address``,
+    else a local instance) into the caches the audit then reads: a lab audits many models on a cluster
+    and writes the cards where the caches are. Returns precompute's summary per spec."""
+    from . import precompute
+    from .models.kinds import model_kind
+    from .profiles import find_project_root
+
+    root = Path(root) if root is not None else find_project_root()
+    try:
+        import ray
+    except ImportError as error:
+        raise precompute.PrecomputeError("audit --ray needs Ray: pip install the ray version pinned in "
+                                         "requirements.txt") from error
+    started_here = not ray.is_initialized()
+    if started_here:  # one Ray instance for every model, as precompute starts one for its run
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        ray.init(address=address or None, include_dashboard=False, log_to_driver=True)
+    summaries = {}
+    try:
+        for spec in specs:
+            notebooks, assignments = precompute_assignments(spec, applicable(spec, model_kind(spec), parts), root)
+            write(f"[audit] {spec}: the heavy stages of {', '.join(notebooks)} on Ray")
+            summaries[spec] = precompute.precompute(profile, notebooks, root, assignments, write=write)
+    finally:
+        if started_here:
+            ray.shutdown()
+    return summaries
+
+
 def main(specs: Sequence[str], profile: str = "demo", parts: Sequence[str] | None = None,
-         out_dir: str | Path | None = None, project_dir: str | Path | None = None) -> int:
-    """``python -m vlbias audit SPEC [SPEC ...] --profile demo [--parts ...] [--out DIR]``: every spec is
-    checked (kind, parts) before the first is audited, so a typo does not cost an hour's audit."""
+         out_dir: str | Path | None = None, project_dir: str | Path | None = None, ray: str | None = None) -> int:
+    """``python -m vlbias audit SPEC [SPEC ...] --profile demo [--parts ...] [--out DIR] [--ray [ADDRESS]]``:
+    every spec is checked (kind, parts) before the first is audited, so a typo does not cost an hour's
+    audit; with ``ray`` (an address, or "" for a local instance) the heavy stages run on Ray first
+    (:func:`precompute_audit`) and a stage that failed there is computed by the audit itself."""
     from .models.kinds import model_kind
 
     for spec in specs:
         applicable(spec, model_kind(spec), parts)
+    if ray is not None:
+        summaries = precompute_audit(specs, profile, parts, project_dir, ray)
+        failed = {spec: sorted(summary["failures"]) for spec, summary in summaries.items() if summary["failures"]}
+        for spec, stages in failed.items():
+            print(f"{spec}: {len(stages)} stage(s) failed on Ray ({', '.join(stages)}); the audit computes them here")
     for spec in specs:
         card, path = audit_model(spec, profile, parts, root=project_dir, out_dir=out_dir)
         print(f"{spec}: {len(card.results)} results, {len(card.failures)} failed measure(s) -> {path}")
         for failure in card.failures:
             print(f"  failed: {failure['measure']}: {failure['error']}")
     return 0
+
+
+# --------------------------------------------------------------------------- a card's findings
+
+
+def card_findings(card: Card) -> list:
+    """The papers' directional claims that a card can speak to, each with the published number for the
+    paper's model, this card's estimate and interval, and the verdict its interval gives
+    (:mod:`vlbias.findings`): the default groups left unmarked more often (Part I), captions told from
+    their colour foils above chance (Part II), generated shares that rise with the labour statistics
+    (Part IV). A card with none of these results gets one "cannot test" row saying why."""
+    from .findings import Finding, difference_verdict
+
+    results = {(result.measure, result.group or ""): result for result in card.results}
+
+    from .leaderboard import published_text
+
+    def published(measure: str, groups=None) -> str:
+        rows = [row for row in card.reference if row["measure"] == measure
+                and (groups is None or (row.get("group") or "") in groups)]
+        by_group: dict[str, list] = {}
+        for row in rows:
+            by_group.setdefault(row.get("group") or "", []).append(row)
+        return "; ".join(f"{group + ': ' if group else ''}{published_text(rows)}" for group, rows in by_group.items()) \
+            or "not published"
+
+    def ours(result) -> str:
+        interval = "" if result.ci_low is None else f" [{result.ci_low:.3f}, {result.ci_high:.3f}]"
+        return f"{result.estimate:.3f}{interval}" + (f" ({result.interval})" if result.interval else "")
+
+    def verdict(result, against: float = 0.0) -> str:
+        if result.estimate is None or result.ci_low is None or result.ci_high is None:
+            return "cannot tell"
+        return difference_verdict(result.ci_low - against, result.ci_high - against)
+
+    found = []
+    for family, groups in DEFAULT_GROUPS.items():
+        result = results.get((f"default-group unmarked gap ({family})", ", ".join(groups)))
+        if result is not None:
+            found.append(Finding(f"{', '.join(groups)} ({family}) left unmarked more often than the other {family} "
+                                 "groups (unmarked rate difference > 0)",
+                                 published(f"unmarked rate ({family} labels)", groups), ours(result), verdict(result)))
+    for dataset in ("coco", "flickr30k"):
+        result = results.get((f"ColorFoil accuracy ({dataset}, k=1)", ""))
+        if result is not None:
+            found.append(Finding(f"the caption beats its one colour foil more often than chance (50%) on {dataset}",
+                                 published(result.measure), ours(result), verdict(result, 0.5)))
+    result = results.get(("Spearman's rho against labour statistics", ""))
+    if result is not None:
+        found.append(Finding("the generated female share rises with the labour statistics' (Spearman's rho > 0)",
+                             published(result.measure), ours(result), verdict(result)))
+    if not found:
+        measured = ", ".join(sorted({result.measure for result in card.results})) or "no results"
+        found.append(Finding("the papers' directional claims", "", f"this card has {measured}", "cannot test"))
+    return found
+
+
+def board_findings(cards: Sequence[Card], labels: dict[str, str] | None = None) -> list:
+    """Every card's :func:`card_findings`, each claim prefixed with the model's name (``labels``:
+    spec -> name): the leaderboard's box, the papers' claims model by model."""
+    from .findings import Finding
+
+    labels = labels or {}
+    return [Finding(f"{labels.get(card.model['spec'], card.model['spec'])}: {finding.claim}", finding.published,
+                    finding.ours, finding.verdict) for card in cards for finding in card_findings(card)]

@@ -253,7 +253,7 @@ def read_cards(folder: str | Path, pattern: str = "*.json") -> list[Card]:
 
 
 def leaderboard(cards: Iterable[Card]) -> pd.DataFrame:
-    """All results of ``cards`` in one table, ranked within each (kind, measure, group) by the
+    """All results of ``cards`` in one table (measures and groups in the cards' order), ranked within each (kind, measure, group) by the
     measure's ``order``: ``rank`` 1 is first; ``separated`` says whether a row's interval lies wholly
     beyond the next-ranked row's (so its rank is not sampling noise alone). Undefined results and
     unranked measures get no rank. Model kinds are never ranked against each other. The same model
@@ -287,7 +287,12 @@ def leaderboard(cards: Iterable[Card]) -> pd.DataFrame:
         for (index, row), (_, after) in zip(ranked.iterrows(), ranked.iloc[1:].iterrows()):
             table.loc[index, "separated"] = _beyond(row, after, order[0])
     table["rank"] = table["rank"].astype("Int64")
-    return table[columns].sort_values(["kind", "measure", "group", "rank"], na_position="last").reset_index(drop=True)
+    # measures and groups in the order the cards give them (a family's labels in their order, "0-2" before
+    # "10-19"), each group's models by rank
+    for column in ("measure", "group"):
+        table[f"{column}_position"] = table[column].map({value: i for i, value in enumerate(dict.fromkeys(table[column]))})
+    ordered = table.sort_values(["kind", "measure_position", "group_position", "rank"], na_position="last", kind="stable")
+    return ordered[columns].reset_index(drop=True)
 
 
 def _beyond(first: pd.Series, second: pd.Series, order: str) -> bool | pd.NA:

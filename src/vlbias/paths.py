@@ -16,6 +16,21 @@ NOTEBOOKS_DIR = Path("notebooks")
 GENERATED_DIR = Path("book") / "generated"
 
 
+def spec_slug(spec: str) -> str:
+    """A file name for a model spec: everything but letters, digits, dots and dashes replaced by
+    ``_``, so that every spec the book uses gets its own name (a card, a card's page)."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9.\-]+", "_", spec).strip("_")
+
+
+def instance_page(name: str, spec: str) -> Path:
+    """Where the runner writes notebook ``name``'s run for one model ``spec``, relative to the project
+    root, for a notebook that runs once per model (its declaration's ``per_spec``): a page of its
+    own, ``book/generated/<name>/<spec_slug>.ipynb``, which ``_toc.yml`` takes in with a glob."""
+    return GENERATED_DIR / name / f"{spec_slug(spec)}.ipynb"
+
+
 def cache_dir() -> Path:
     """Root of vlbias's caches (tiny checkpoints, embeddings, generated images).
 

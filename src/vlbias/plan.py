@@ -31,13 +31,16 @@ HUB_MODELS_FILE = "hub_models.json"
 TIMEOUT_HEADROOM = 1.5
 #: the parts, each declaring its notebooks in ``vlbias.<part>.stages.NOTEBOOKS``
 PARTS = ("markedness", "colorfoil", "harms", "t2i")
+#: the modules whose ``NOTEBOOKS`` declare the book's notebooks: the parts', and Part V's (the cards
+#: and the leaderboard, above the parts)
+DECLARING_MODULES = (*(f"vlbias.{part}.stages" for part in PARTS), "vlbias.audit_stages")
 
 
 def declarations() -> dict[str, NotebookDeclaration]:
-    """Every notebook's declaration, from the parts (``vlbias.<part>.stages``), by notebook name."""
+    """Every notebook's declaration, from :data:`DECLARING_MODULES`, by notebook name."""
     found: dict[str, NotebookDeclaration] = {}
-    for part in PARTS:
-        for name, declaration in importlib.import_module(f"vlbias.{part}.stages").NOTEBOOKS.items():
+    for module in DECLARING_MODULES:
+        for name, declaration in importlib.import_module(module).NOTEBOOKS.items():
             if name in found:
                 raise ValueError(f"notebook {name!r} is declared by two parts")
             found[name] = declaration

@@ -16,6 +16,10 @@ dependants, which are reported as not run. It executes
 into ``NAME.running.ipynb`` and replaces ``book/generated/NAME.ipynb`` only when it succeeds: a
 failed run is kept beside it as ``NAME.failed.ipynb`` and the page keeps the last good run, with
 a note saying so when the book is built (the Sphinx hook ``book/_ext/last_good_run.py``).
+
+A notebook whose declaration has ``per_spec`` (the model card) runs once per model of its list
+parameter, one after another in its slot, each run a page of its own under ``book/generated/NAME/``
+(:func:`vlbias.paths.instance_page`) titled with the model's spec.
 """
 
 from __future__ import annotations
@@ -115,13 +119,16 @@ def tree_memory_gb(pid: int) -> float:
 
 def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], env: dict[str, str],
                      timeout: float, cwd: Path,
-                     started_process: Callable[[subprocess.Popen], None] | None = None) -> NotebookResult:
+                     started_process: Callable[[subprocess.Popen], None] | None = None,
+                     title: str | None = None) -> NotebookResult:
     """Run one notebook in a child process group with a wall-clock limit.
 
     It executes into ``NAME.running.ipynb``, which replaces ``output`` only on success; a failed
     run is moved to ``NAME.failed.ipynb`` and ``output``, the last good run, stays as it was.
     The result carries the peak resident memory of the notebook's processes, sampled every second.
-    ``started_process`` is told the child process (the runner stops it on Ctrl-C).
+    ``started_process`` is told the child process (the runner stops it on Ctrl-C). ``title``, where
+    given, is added to the page's title (its first ``# `` heading) on success: a notebook run once
+    per model gives each page the model's name.
     """
     output.parent.mkdir(parents=True, exist_ok=True)
     running, failed = sibling(output, RUNNING_SUFFIX), sibling(output, FAILED_SUFFIX)
@@ -147,6 +154,8 @@ def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], env
     seconds = time.monotonic() - started
     peak_gb = round(peak, 2) or None
     if status == "ok":
+        if title:
+            _add_to_title(running, title)
         os.replace(running, output)
         failed.unlink(missing_ok=True)
         return NotebookResult(source.stem, status, seconds, output, peak_gb=peak_gb)
@@ -161,6 +170,67 @@ def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], env
         message = f"stopped after {seconds:.0f} s at its limit of {timeout:.0f} s; {message}"
     return NotebookResult(source.stem, status, seconds, failed, f"{message}\n    {_last_good_note(output)}",
                           peak_gb=peak_gb)
+
+
+def _add_to_title(path: Path, title: str) -> None:
+    """``# Model card`` -> ``# Model card: TITLE`` in the first markdown cell that has a ``# `` heading,
+    and ``-SLUG`` (:func:`vlbias.paths.spec_slug` of ``title``, lower case) after each figure name
+    (``metadata.mystnb.figure.name``), which must be unique in the book, so that one notebook's pages for
+    several models name their figures apart."""
+    from .paths import spec_slug
+
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    titled = False
+    for cell in notebook["cells"]:
+        figure = cell.get("metadata", {}).get("mystnb", {}).get("figure")
+        if isinstance(figure, dict) and figure.get("name"):
+            figure["name"] = f"{figure['name']}-{spec_slug(title).lower().replace('_', '-').replace('.', '-')}"
+        source = "".join(cell.get("source", "")) if cell.get("cell_type") == "markdown" and not titled else ""
+        lines = source.split("\n")
+        heading = next((i for i, line in enumerate(lines) if line.startswith("# ")), None)
+        if heading is not None:
+            lines[heading] = f"{lines[heading].rstrip()}: {title}"
+            cell["source"] = "\n".join(lines)
+            titled = True
+    path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def per_spec_runs(root: Path, name: str, run: profiles.RunPlan) -> list[tuple[str, dict[str, Any], Path]]:
+    """A notebook run once per model (its declaration's ``per_spec``): ``(spec, parameters, page)`` for
+    each spec of its list parameter, each run's parameters with the one-model parameter set to it.
+    Any other notebook: ``[]``. A spec listed twice runs once; an empty list is an error that says
+    which parameter to fill."""
+    from .paths import instance_page
+    from .plan import declarations
+
+    declared = declarations().get(name)
+    if declared is None or not declared.per_spec:
+        return []
+    listed, one = declared.per_spec
+    specs = profiles.notebook_parameters(root, name, run).get(listed) or []
+    if isinstance(specs, str):
+        specs = [specs]
+    if not specs:
+        raise profiles.RunnerError(f"{name} runs once per model of its parameter {listed!r}, which is empty in "
+                                   f"profile {run.profile}: list the model specs there (--set {name}.{listed}=[SPEC]).")
+    return [(spec, {**run.parameters[name], one: spec}, root / instance_page(name, spec))
+            for spec in dict.fromkeys(specs)]
+
+
+def execute_per_spec(source: Path, runs: list[tuple[str, dict[str, Any], Path]], env: dict[str, str],
+                     timeout: float, cwd: Path,
+                     started_process: Callable[[subprocess.Popen], None] | None = None) -> NotebookResult:
+    """Run a per-model notebook once for each of ``runs`` (:func:`per_spec_runs`), one after another,
+    each with the wall-clock limit ``timeout`` and a page of its own; one model's failure leaves the
+    others' pages. The result is the notebook's: ok when every run is, else the first failure's status,
+    with every failed model named."""
+    results = [execute_notebook(source, page, parameters, env, timeout, cwd, started_process, title=spec)
+               for spec, parameters, page in runs]
+    failed = [(spec, result) for (spec, _, _), result in zip(runs, results) if result.status != "ok"]
+    peaks = [result.peak_gb for result in results if result.peak_gb]
+    message = "\n    ".join(f"model {spec}: {result.message}" for spec, result in failed)
+    return NotebookResult(source.stem, failed[0][1].status if failed else "ok", sum(r.seconds for r in results),
+                          runs[0][2].parent, message, peak_gb=max(peaks) if peaks else None)
 
 
 def _last_good_note(output: Path) -> str:
@@ -360,11 +430,18 @@ def run(profile: str = "demo", only: Iterable[str] = (), assignments: Iterable[s
     running: dict[str, float] = {}
     started_all = time.monotonic()
 
+    instances = {name: per_spec_runs(root, name, plan) for name in names}  # a bad list fails before any runs
+
     def execute(name: str) -> None:
+        started = lambda process: processes.__setitem__(name, process)  # noqa: E731
         try:
-            result = execute_notebook(notebooks[name], root / GENERATED_DIR / f"{name}.ipynb", plan.parameters[name],
-                                      env, timeout or plan.timeout(name), cwd=root / NOTEBOOKS_DIR,
-                                      started_process=lambda process: processes.__setitem__(name, process))
+            if instances[name]:
+                result = execute_per_spec(notebooks[name], instances[name], env, timeout or plan.timeout(name),
+                                          cwd=root / NOTEBOOKS_DIR, started_process=started)
+            else:
+                result = execute_notebook(notebooks[name], root / GENERATED_DIR / f"{name}.ipynb",
+                                          plan.parameters[name], env, timeout or plan.timeout(name),
+                                          cwd=root / NOTEBOOKS_DIR, started_process=started)
         except BaseException as error:  # noqa: BLE001 (reported as this notebook's failure, never lost)
             result = NotebookResult(name, "failed", time.monotonic() - running[name],
                                     root / GENERATED_DIR / f"{name}.ipynb", f"the runner failed: {error!r}")
@@ -394,7 +471,9 @@ def run(profile: str = "demo", only: Iterable[str] = (), assignments: Iterable[s
                 pending.remove(name)
                 running[name] = time.monotonic()
                 shown = ", ".join(f"{k}={v!r}" for k, v in sorted(plan.parameters[name].items()))
-                print(f"[vlbias] started {name} ({plan.profile}): {shown}", flush=True)
+                each = (f"; once for each of {len(instances[name])} model(s): "
+                        f"{', '.join(spec for spec, _, _ in instances[name])}" if instances[name] else "")
+                print(f"[vlbias] started {name} ({plan.profile}): {shown}{each}", flush=True)
                 threading.Thread(target=execute, args=(name,), name=f"notebook-{name}", daemon=True).start()
             if not running:
                 if pending and not any(depends[n] <= set(finished) for n in pending):

@@ -206,6 +206,16 @@ class NotebookDeclaration:
     memory_gb: float = 1.5
     #: parameters that name word vectors or other non-model resources the plan lists
     resource_parameters: tuple[str, ...] = ()
+    #: ``(LIST, ONE)`` for a notebook that runs once per model: the runner executes it once for each
+    #: spec in parameter ``LIST``, with parameter ``ONE`` set to that spec, each run a page of its
+    #: own (:func:`vlbias.paths.instance_page`); ``()``: one run, one page
+    per_spec: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if self.per_spec and (len(self.per_spec) != 2 or self.per_spec[0] not in self.model_parameters
+                              or self.per_spec[1] not in self.model_parameters):
+            raise ValueError(f"notebook {self.name!r}: per_spec takes (LIST, ONE), two of its model_parameters "
+                             f"{self.model_parameters}; got {self.per_spec}")
 
     def specs(self, parameters: Parameters) -> list[str]:
         """The model specs the parameters name, each once, in declaration order."""

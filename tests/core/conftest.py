@@ -28,6 +28,15 @@ REPO = Path(__file__).resolve().parents[2]
 FRAME = ["_config.yml", "_toc.yml", "book"]
 
 
+def stand_in_page(generated: Path, name: str) -> Path:
+    """Where a stand-in for notebook ``name``'s executed page goes in a book's ``generated`` folder: its
+    page, or, for a notebook run once per model (its declaration's ``per_spec``), one page in its folder."""
+    from vlbias.plan import declarations
+
+    declared = declarations().get(name)
+    return generated / name / f"{name}.ipynb" if declared is not None and declared.per_spec else generated / f"{name}.ipynb"
+
+
 def build_static_book(target: Path, solutions: bool, hang_guard) -> tuple[Path, str]:
     """Copy the book's frame and notebooks to ``target``, build it; return (html folder, build log)."""
     for name in FRAME:
@@ -37,7 +46,10 @@ def build_static_book(target: Path, solutions: bool, hang_guard) -> tuple[Path, 
         else:
             shutil.copy2(source, target / name)
     shutil.copytree(REPO / "notebooks", target / "notebooks")
-    shutil.copytree(REPO / "notebooks", target / "book" / "generated")
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        page = stand_in_page(target / "book" / "generated", path.stem)
+        page.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, page)
     executable = Path(sys.executable).with_name("jupyter-book")
     env = {**os.environ, "VLBIAS_SOLUTIONS": "1" if solutions else "0"}
     result = hang_guard.run([str(executable), "build", str(target), "--builder", "html"], 60.0,
@@ -45,6 +57,12 @@ def build_static_book(target: Path, solutions: bool, hang_guard) -> tuple[Path, 
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-5000:]
     return target / "_build" / "html", log
+
+
+@pytest.fixture(scope="session")
+def stand_in():
+    """:func:`stand_in_page`, for tests that lay out a book of their own."""
+    return stand_in_page
 
 
 @pytest.fixture(scope="session")
@@ -216,11 +234,13 @@ def book_problems(chromium: Chromium, html: Path, solutions: bool) -> tuple[list
             problems.append(f"{name}: solutions outside an exercise page")
         if "generated" in name:
             counts["notebook pages"] += 1
+            # a notebook run once per model has its pages in a folder of its name: each opens that one source
+            source = page.parent.name if page.parent.name != "generated" else page.stem
             targets = {launch_target(url) for url in seen["launch"]}
-            if len(seen["launch"]) < 2 or targets != {f"notebooks/{page.stem}.ipynb"}:
+            if len(seen["launch"]) < 2 or targets != {f"notebooks/{source}.ipynb"}:
                 problems.append(f"{name}: launch links {seen['launch']}")
-            if not (REPO / f"notebooks/{page.stem}.ipynb").is_file():
-                problems.append(f"{name}: no notebooks/{page.stem}.ipynb in the repository")
+            if not (REPO / f"notebooks/{source}.ipynb").is_file():
+                problems.append(f"{name}: no notebooks/{source}.ipynb in the repository")
             if not any(Path(urlparse(d).path).is_file() for d in seen["downloads"]):
                 problems.append(f"{name}: no downloadable notebook {seen['downloads']}")
     return problems, counts

@@ -118,39 +118,130 @@ def test_card_file_names_keep_specs_apart():
 
 
 @pytest.mark.slow
-def test_the_leaderboard_ranks_the_demo_face_clips_in_their_planted_order(demo_book, demo_cache, tmp_path,
-                                                                          monkeypatch):
-    """Audited after the demo book (whose 01a and 01b embedded the face world with both models), the
-    planted-reporting mini-CLIP leaves the groups its captions name least unmarked more often than
-    the uniform-reporting control, in every family; for gender, whose reporting gap is the widest
-    (15% against 85%), beyond both intervals. And the audit computed nothing the book had not."""
+def test_the_demo_books_cards_rank_its_models_in_their_planted_order(demo_book):
+    """The demo book's model cards (05a, one page per model, after 01a, 01b, 02b and 04b) rank the
+    planted-reporting mini-CLIP below the uniform-reporting control on every family's default-group
+    gap (closest to 0 first), for gender, whose reporting gap is the widest (15% against 85%), beyond
+    both intervals; and the profession model trained on the labour statistics' shares first on VRBS
+    over its even-shares control, its rho positive beyond its interval. The leaderboard page shows it."""
     from vlbias.cards import leaderboard, read_cards
 
+    cards = read_cards(demo_book.project / "outputs" / "demo" / "cards")
     planted, control = "trained:face-clip", "trained:face-clip?uniform_named=0.5"
-    calls = _counting(monkeypatch)
-    for spec in (planted, control):
-        audit.audit_model(spec, "demo", parts=["markedness"], root=demo_book.project, out_dir=tmp_path, progress=False)
-    assert calls == [], calls
-    board = leaderboard(read_cards(tmp_path))
+    professions, even = "trained:profession-diffusion", "trained:profession-diffusion?share_scale=0"
+    assert sorted(card.model["spec"] for card in cards) == sorted([planted, control, professions, even])
+    assert all(not card.failures for card in cards), [card.failures for card in cards]
+    board = leaderboard(cards)
     for family in ("race", "gender", "age"):
         rows = board[board["measure"] == f"default-group unmarked gap ({family})"].set_index("spec")
-        assert rows.loc[control, "rank"] == 1 and rows.loc[planted, "rank"] == 2, rows  # closest to 0 first
+        assert rows.loc[control, "rank"] == 1 and rows.loc[planted, "rank"] == 2, rows
     gender = board[board["measure"] == "default-group unmarked gap (gender)"].set_index("spec")
     assert bool(gender.loc[control, "separated"]) and gender.loc[control, "ci_high"] < gender.loc[planted, "ci_low"]
+    t2i = board.set_index(["measure", "spec"])
+    assert t2i.loc[("VRBS", professions), "rank"] == 1 and t2i.loc[("VRBS", even), "rank"] == 2
+    rho = "Spearman's rho against labour statistics"
+    assert t2i.loc[(rho, professions), "ci_low"] > 0 and t2i.loc[(rho, professions), "rank"] == 1
+    # each card is a page titled with its model, and the leaderboard page ranks them all
+    html = demo_book.project / "_build" / "html" / "book" / "generated"
+    for spec in (planted, control, professions, even):
+        page = (html / "05a_model_card" / f"{audit.card_path('.', spec).stem}.html").read_text(encoding="utf-8")
+        assert f"Model card: {spec}" in page and "Findings: paper vs ours" in page
+    board_page = (html / "05b_leaderboard.html").read_text(encoding="utf-8")
+    assert "face mini-CLIP, uniform reporting" in board_page and "vlbiasSort" in board_page
 
 
 @pytest.mark.slow
-def test_the_leaderboard_ranks_the_demo_profession_models_in_their_planted_order(demo_book, demo_cache, tmp_path):
-    """The text-to-image audit reads the images the demo book drew (04a, 04b: the same folder) and
-    ranks the model trained on the labour statistics' shares above the uniform control (every
-    profession half red) on VRBS, and its rho is positive beyond its interval."""
-    from vlbias.cards import leaderboard, read_cards
+def test_re_auditing_a_model_of_the_demo_book_reads_caches_only(demo_book, demo_cache, tmp_path, monkeypatch):
+    """Audited again after the demo book, the planted mini-CLIP's card computes nothing: no encoder
+    call, on any measure of its kind, and the same results as the book's card."""
+    from vlbias.cards import read_card
 
-    planted, control = "trained:profession-diffusion", "trained:profession-diffusion?share_scale=0"
-    for spec in (planted, control):
-        card, _ = audit.audit_model(spec, "demo", root=demo_book.project, out_dir=tmp_path, progress=False)
-        assert not card.failures, card.failures
-    board = leaderboard(read_cards(tmp_path)).set_index(["measure", "spec"])
-    assert board.loc[("VRBS", planted), "rank"] == 1 and board.loc[("VRBS", control), "rank"] == 2
-    rho = board.loc[("Spearman's rho against labour statistics", planted)]
-    assert rho["ci_low"] > 0, rho
+    calls = _counting(monkeypatch)
+    card, _ = audit.audit_model("trained:face-clip", "demo", root=demo_book.project, out_dir=tmp_path, progress=False)
+    assert calls == [], calls
+    book_card = read_card(audit.card_path(demo_book.project / "outputs" / "demo" / "cards", "trained:face-clip"))
+    assert card.to_json()["results"] == book_card.to_json()["results"]
+
+
+def test_each_measure_gives_the_papers_published_numbers_as_reference_rows_named_as_its_results():
+    """The reference rows are the shipped published tables, rescaled to the card's units (shares, not
+    percentages) and named as the measure's own results, so a card's page puts them side by side."""
+    rows = {measure.name: measure.reference() for measure in audit.MEASURES}
+    white = [r for r in rows["markedness"] if r["measure"] == "unmarked rate (race labels)" and r["group"] == "White"]
+    assert [r["estimate"] for r in white] == [pytest.approx(0.479)] and white[0]["model"] == "CLIP ViT-B/32"
+    assert "Figure 4" in white[0]["source"]
+    # one group's rows only, never an intersection the paper reports under the family's labels
+    assert not [r for r in rows["markedness"] if "," in (r["group"] or "")]
+    clip = {r["measure"]: r["estimate"] for r in rows["colorfoil"] if r["model"] == "CLIP"}
+    # Table 1 prints accuracy in percent and F1 as a fraction
+    assert 0 < clip["ColorFoil accuracy (coco, k=1)"] < 1 and 0 < clip["ColorFoil F1 (coco, k=1)"] <= 1
+    assert len([r for r in rows["colorfoil"] if r["measure"] == "ColorFoil accuracy (flickr30k, k=4)"]) == 7  # seven models
+    t2i = {(r["measure"], r["model"]): r["estimate"] for r in rows["occupational bias"]}
+    assert t2i == {("VRBS", "SD 1.4"): 0.68, ("VRBS", "SD 2.1"): 0.71,
+                   ("Spearman's rho against labour statistics", "SD 1.4"): 0.72}  # plain sampling only
+    assert all("published" in r["source"] for group in rows.values() for r in group)
+    assert {r["measure"] for r in rows["self-similarity"]} == {"self-similarity (race)", "self-similarity (gender)"}
+
+
+def test_a_cards_findings_take_their_verdicts_from_its_intervals():
+    from vlbias.cards import Card, Result
+
+    def card(*results):
+        return Card(model={"spec": "m", "kind": "image-text", "weights": "w"},
+                    provenance={"vlbias_version": "0", "profile": "demo", "date": "2026-12-03T10:00:00+00:00"},
+                    results=list(results), reference=audit._markedness_reference())
+
+    findings = audit.card_findings(card(
+        Result("default-group unmarked gap (race)", "markedness", 0.2, 0.1, 0.3, group="White"),
+        Result("default-group unmarked gap (gender)", "markedness", -0.2, -0.3, -0.1, group="Male"),
+        Result("default-group unmarked gap (age)", "markedness", 0.0, -0.1, 0.1, group=", ".join(audit.MIDDLE_AGES)),
+        Result("ColorFoil accuracy (coco, k=1)", "colorfoil", 0.55, 0.45, 0.65)))
+    assert [f.verdict for f in findings] == ["supports", "contradicts", "cannot tell", "cannot tell"]
+    assert findings[0].published == "White: 0.479 (CLIP ViT-B/32)" and findings[0].ours == "0.200 [0.100, 0.300]"
+    assert findings[1].published == "Male: 0.266 / 0.267 (CLIP ViT-B/32)"  # stated twice in the paper, differently
+    above_chance = audit.card_findings(card(Result("ColorFoil accuracy (flickr30k, k=1)", "colorfoil", 0.7, 0.6, 0.8)))
+    assert above_chance[0].verdict == "supports" and "flickr30k" in above_chance[0].claim
+    nothing = audit.card_findings(card(Result("self-similarity (race)", "markedness", 0.6, 0.5, 0.7, group="White")))
+    assert [f.verdict for f in nothing] == ["cannot test"] and "self-similarity (race)" in nothing[0].ours
+    named = audit.board_findings([card(Result("default-group unmarked gap (race)", "markedness", 0.2, 0.1, 0.3,
+                                              group="White"))], {"m": "my model"})
+    assert named[0].claim.startswith("my model: White (race) left unmarked")
+
+
+def test_audit_ray_points_each_measures_notebook_at_the_audited_model(tmp_path):
+    measures = audit.measures_for("image-text")
+    notebooks, assignments = audit.precompute_assignments("trained:face-clip?uniform_named=0.5", measures, ROOT)
+    assert notebooks == ["01a_self_similarity", "01b_markedness", "02b_colorfoil_evaluation"]
+    assert assignments == ['01a_self_similarity.model_spec="trained:face-clip?uniform_named=0.5"',
+                           '01a_self_similarity.model_specs=["trained:face-clip?uniform_named=0.5"]',
+                           '01b_markedness.model_spec="trained:face-clip?uniform_named=0.5"',
+                           '01b_markedness.model_specs=["trained:face-clip?uniform_named=0.5"]',
+                           '02b_colorfoil_evaluation.model_specs=["trained:face-clip?uniform_named=0.5"]']
+    # the assignments are the runner's own --set syntax: the plan gives each notebook the audited model only
+    from vlbias import profiles
+
+    run = profiles.plan_run(ROOT, "demo", notebooks, assignments)
+    assert run.parameters["02b_colorfoil_evaluation"]["model_specs"] == ["trained:face-clip?uniform_named=0.5"]
+    assert audit.precompute_assignments("tiny:sd", audit.measures_for("text-to-image"), ROOT)[1] == [
+        '04b_annotation_and_metrics.t2i_spec="tiny:sd"']
+
+
+def test_audit_ray_computes_the_heavy_stages_on_ray_and_the_card_then_reads_caches_only(tmp_path, monkeypatch):
+    """``audit --ray``: precompute's executor embeds the face world with the audited model on a local Ray
+    instance; the card written afterwards embeds no picture (only its few dozen prompts, which no
+    stage declares heavy)."""
+    monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
+    lines = []
+    summaries = audit.precompute_audit(["tiny:clip"], "demo", ["markedness"], root=ROOT, write=lines.append)
+    assert summaries["tiny:clip"]["computed"] > 0 and not summaries["tiny:clip"]["failures"], lines
+    assert lines[0] == "[audit] tiny:clip: the heavy stages of 01a_self_similarity, 01b_markedness on Ray"
+    calls = _counting(monkeypatch)
+    card, _ = audit.audit_model("tiny:clip", "demo", parts=["markedness"], root=ROOT, out_dir=tmp_path, progress=False)
+    assert calls and set(calls) == {"DualEncoder.encode_texts"} and not card.failures, calls
+
+
+def test_the_model_cards_start_after_every_notebook_whose_measures_the_audit_runs():
+    from vlbias.audit_stages import AUDITED_NOTEBOOKS, NOTEBOOKS
+
+    assert sorted(AUDITED_NOTEBOOKS) == sorted({measure.notebook for measure in audit.MEASURES})
+    assert NOTEBOOKS["05a_model_card"].reads == AUDITED_NOTEBOOKS

@@ -53,8 +53,11 @@ def test_demo_book_builds_offline(demo_book):
     assert (html / "book" / "intro.html").exists() or (html / "index.html").exists(), log
     notebooks = sorted(p.stem for p in (project / "notebooks").glob("*.ipynb"))
     assert notebooks, "no notebooks"
-    for name in notebooks:
-        page = html / "book" / "generated" / f"{name}.html"
+    generated = html / "book" / "generated"
+    pages = [(name, page) for name in notebooks for page in
+             (sorted((generated / name).glob("*.html")) if (generated / name).is_dir()  # one page per model
+              else [generated / f"{name}.html"])]
+    for name, page in pages:
         assert page.exists(), f"{name}: no page\n{log}"
         text = page.read_text(encoding="utf-8")
         assert any(title in text for title in ("Demo output: not real results", "Demo output: small models and samples",

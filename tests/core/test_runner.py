@@ -363,7 +363,11 @@ def test_declared_reads_are_the_runners_dependencies():
     assert depends["03e_summary"] == {"03a_stereotyping", "03c_erasure"}
     assert depends["04b_annotation_and_metrics"] == {"04a_generation"}
     assert runner.notebook_dependencies(["03e_summary", "03c_erasure"])["03e_summary"] == {"03c_erasure"}
-    assert sum(map(len, depends.values())) == 3
+    # the model cards after the pages whose caches their measures read, the leaderboard after the cards
+    assert depends["05a_model_card"] == {"01a_self_similarity", "01b_markedness", "02b_colorfoil_evaluation",
+                                         "04b_annotation_and_metrics"}
+    assert depends["05b_leaderboard"] == {"05a_model_card"}
+    assert sum(map(len, depends.values())) == 8
 
 
 def test_without_jobs_gpu_notebooks_take_the_gpu_one_at_a_time(timed_project, monkeypatch, capsys):
@@ -387,3 +391,64 @@ def test_without_jobs_gpu_notebooks_take_the_gpu_one_at_a_time(timed_project, mo
     assert gpu[0]["end"] <= gpu[1]["start"]  # the two GPU notebooks did not overlap
     cpu = times["p_first"]
     assert any(cpu["start"] < t["end"] and t["start"] < cpu["end"] for t in gpu)  # the CPU one ran beside
+
+
+def test_a_per_model_notebook_runs_once_per_spec_each_a_titled_page_and_one_failure_spares_the_others(
+        tmp_path, monkeypatch, capsys):
+    from vlbias import plan as plan_module
+    from vlbias.paths import instance_page
+    from vlbias.stages import NotebookDeclaration
+
+    project = make_project(tmp_path, {"m_card": [
+        "profile = 'full'\nmodel_spec = 'x'\nmodel_specs = ['x']",
+        "assert model_spec != 'trained:bad?seed=1', 'planted failure'\n"
+        "open(''.join(c if c.isalnum() else '_' for c in model_spec) + '.ran', 'w').write(model_spec)"]},
+        "notebooks:\n  m_card:\n    model_specs: ['tiny:clip', 'trained:bad?seed=1', 'ViT-B-32/openai', 'tiny:clip']\n")
+    source = project / "notebooks" / "m_card.ipynb"
+    notebook = nbformat.read(source, as_version=4)
+    notebook.cells.insert(0, nbformat.v4.new_markdown_cell("# Model card\n\nOne model."))
+    notebook.cells[-1].metadata["mystnb"] = {"figure": {"caption": "A figure.", "name": "fig-m-card"}}
+    nbformat.write(notebook, source)
+    declared = NotebookDeclaration("m_card", model_parameters=("model_specs", "model_spec"),
+                                   per_spec=("model_specs", "model_spec"))
+    monkeypatch.setattr(plan_module, "declarations", lambda: {"m_card": declared})
+
+    code = runner.run("demo", project_dir=project, build=False, timeout=120)
+    out = capsys.readouterr().out
+    assert code == 1, out
+    # each spec once (tiny:clip was listed twice), in the list's order, each with its own parameter
+    ran = sorted(p.read_text() for p in (project / "notebooks").glob("*.ran"))
+    assert ran == ["ViT-B-32/openai", "tiny:clip"]
+    assert "once for each of 3 model(s): tiny:clip, trained:bad?seed=1, ViT-B-32/openai" in out
+    for spec in ("tiny:clip", "ViT-B-32/openai"):
+        page = nbformat.read(project / instance_page("m_card", spec), as_version=4)
+        assert page.cells[0].source.startswith(f"# Model card: {spec}\n")  # the page's title names its model
+        assert page.cells[-1].metadata["mystnb"]["figure"]["name"] == {  # figure names unique in the book
+            "tiny:clip": "fig-m-card-tiny-clip", "ViT-B-32/openai": "fig-m-card-vit-b-32-openai"}[spec]
+    assert instance_page("m_card", "ViT-B-32/openai").name == "ViT-B-32_openai.ipynb"
+    bad = project / instance_page("m_card", "trained:bad?seed=1")
+    assert not bad.exists() and bad.with_name("trained_bad_seed_1.failed.ipynb").exists()
+    assert "m_card: failed" in out and "model trained:bad?seed=1: cell 3 of the source notebook" in out
+    assert "AssertionError: planted failure" in out and "model tiny:clip" not in out
+
+    # an empty list says which parameter to fill, before anything runs
+    (project / "params" / "demo.yml").write_text("notebooks:\n  m_card:\n    model_specs: []\n")
+    with pytest.raises(profiles.RunnerError, match=r"parameter .model_specs., which is empty .*--set m_card.model_specs"):
+        runner.run("demo", project_dir=project, build=False)
+
+
+def test_a_per_model_declaration_names_two_of_its_model_parameters():
+    from vlbias.stages import NotebookDeclaration
+
+    with pytest.raises(ValueError, match=r"per_spec takes \(LIST, ONE\), two of its model_parameters"):
+        NotebookDeclaration("m", model_parameters=("model_spec",), per_spec=("model_specs", "model_spec"))
+
+
+def test_launch_buttons_of_a_per_model_page_open_its_one_source_notebook():
+    hook = _load_hook("vlbias_book")
+    colab = "https://colab.research.google.com/github/o/r/blob/main/book/generated/05a_model_card/trained_face-clip.ipynb"
+    binder = "https://mybinder.org/v2/gh/o/r/main?urlpath=lab/tree/book/generated/05a_model_card/ViT-B-32_openai.ipynb"
+    assert hook.source_notebook_url(colab).endswith("/blob/main/notebooks/05a_model_card.ipynb")
+    assert hook.source_notebook_url(binder).endswith("lab/tree/notebooks/05a_model_card.ipynb")
+    assert hook.source_notebook_url(colab.replace("05a_model_card/trained_face-clip", "01a_self_similarity")).endswith(
+        "/blob/main/notebooks/01a_self_similarity.ipynb")
