@@ -14,9 +14,9 @@ published numbers as reference rows and their directional claims judged by the c
 heavy stages run first on Ray, through precompute's executor (:func:`precompute_audit`).
 
 What is audited today: image-text models (dual encoders and pairwise matchers) on Part I's
-markedness and self-similarity and Part II's ColorFoil; text-to-image pipelines on Part IV's VRBS,
-Spearman's ρ and amplification. Language models are a known kind with no audit measure yet, and say
-so (issue 25 lists theirs).
+markedness (with race and gender together), self-similarity and the text encoder's WEAT (dual
+encoders) and Part II's ColorFoil; text-to-image pipelines on Part IV's VRBS, Spearman's ρ and
+amplification; language models on Part III's occupational stereotyping (the amplification slope).
 """
 
 from __future__ import annotations
@@ -35,6 +35,11 @@ from .markedness.findings import MIDDLE_AGES
 
 #: the Wilson interval the book's rates carry
 WILSON = "Wilson 95%"
+
+
+class NotApplicable(Exception):
+    """A measure that does not apply to this model (a pairwise matcher has no text encoder of its own
+    for WEAT): the card says so among its limits, and it is no failure."""
 
 
 @dataclass(frozen=True)
@@ -131,11 +136,11 @@ _LOADED: dict[tuple, Any] = {}
 
 def _loaded(kind: str, spec: str, device, half):
     """``spec`` loaded through the loader of ``kind``, once per audit."""
-    from .models import load_image_text_model, load_text_to_image
+    from .models import load_image_text_model, load_language_model, load_text_to_image
 
     key = (kind, spec, device, half)
     if key not in _LOADED:
-        load = load_text_to_image if kind == "text-to-image" else load_image_text_model
+        load = {"text-to-image": load_text_to_image, "language": load_language_model}.get(kind, load_image_text_model)
         _LOADED[key] = load(spec, device=device, half=half)
     return _LOADED[key]
 
@@ -162,10 +167,12 @@ def _markedness(spec: str, p: dict[str, Any], progress: bool):
     flags = mk.unmarked_flags(embeddings, lambda texts: embed_texts(model, texts, progress=False), prompts, person)
     records, results = dataset.records, []
     for family in mk.FAMILIES:
-        for row in mk.unmarked_by(records, flags, family, family).to_dict("records"):
-            results.append(Result(f"unmarked rate ({family} labels)", "markedness", row["unmarked_%"] / 100,
-                                  row["ci_low_%"] / 100, row["ci_high_%"] / 100, group=str(row["group"]),
-                                  interval=WILSON, n=int(row["n"]), unit="share"))
+        for by, measure in ((family, f"unmarked rate ({family} labels)"),
+                            (["race", "gender"], f"unmarked rate by race and gender ({family} labels)")):
+            for row in mk.unmarked_by(records, flags, family, by).to_dict("records"):
+                results.append(Result(measure, "markedness", row["unmarked_%"] / 100, row["ci_low_%"] / 100,
+                                      row["ci_high_%"] / 100, group=str(row["group"]), interval=WILSON,
+                                      n=int(row["n"]), unit="share"))
         gap, low, high = mk.unmarked_gap(records, flags, family, DEFAULT_GROUPS[family])
         results.append(Result(f"default-group unmarked gap ({family})", "markedness", gap, low, high,
                               group=", ".join(DEFAULT_GROUPS[family]), interval="Newcombe 95%", n=len(records),
@@ -190,6 +197,28 @@ def _self_similarity(spec: str, p: dict[str, Any], progress: bool):
                                   group=str(row["group"]), interval=f"{row.get('interval', 'resampling')} 95%",
                                   unit="mean cosine"))
     return results, {"fairface": dataset.identity}
+
+
+def _text_encoder_weat(spec: str, p: dict[str, Any], progress: bool):
+    """01b's WEAT on the text encoder alone (the Caliskan tests with names and the group-term tests, in
+    01b's templates): effect size d per test with its permutation p-value, Holm-adjusted over the tests."""
+    from .embeddings import embed_texts
+    from .markedness import controls as mk_controls
+    from .stats import with_holm
+
+    model = _loaded("image-text", spec, p["device"], p["half"])
+    if getattr(model, "kind", "dual") != "dual":
+        raise NotApplicable(f"{spec} is a {model.kind} model: it scores image and text together and has no text "
+                            "encoder of its own to test")
+    table = with_holm(mk_controls.text_encoder_weat(
+        model, templates=p["text_weat_templates"], n_permutations=p["permutations"], seed=p["seed"],
+        encode=lambda texts, progress=False: embed_texts(model, texts, progress=False)))
+    results = [Result("text-encoder WEAT effect size", "markedness", row["effect_size"], group=f"{row['test']}: "
+                      f"{row['targets']} / {row['attributes']}", n=int(row["n_X"] + row["n_Y"]), unit="Cohen's d",
+                      order="absolute", note=f"permutation p = {row['p_value']:.4f}, Holm-adjusted {row['p_holm']:.4f}"
+                      + (f"; {row['note']}" if row.get("note") else ""))
+               for row in table.to_dict("records")]
+    return results, {"WEAT word lists": "vlbias.weat (Caliskan et al. 2017) and markedness.controls.group_term_tests"}
 
 
 # --------------------------------------------------------------------------- Part II
@@ -222,6 +251,42 @@ def _colorfoil(spec: str, p: dict[str, Any], progress: bool):
         results.append(Result(f"ColorFoil F1 ({where})", "colorfoil", row["f1"], n=int(row["n"]), unit="F1",
                               order="descending", note="the paper's F1 (every pair counted as a positive)"))
     return results, {name: dataset.identity for name, dataset in datasets.items()}
+
+
+# --------------------------------------------------------------------------- Part III
+
+
+#: the card's name of 03a's amplification slope
+STEREOTYPING_SLOPE = "occupational stereotyping (amplification slope)"
+
+
+def _stereotyping(spec: str, p: dict[str, Any], progress: bool):
+    """03a's occupational stereotyping: the model's female pronoun share P(she | she or he) over the 40
+    WinoBias occupations in 03a's templates, against the labour statistics' female share: the
+    amplification slope with its t interval, Pearson's r and the mean absolute gap."""
+    from .book import published
+    from .harms import measures as harms
+    from .models import load_language_model
+
+    if p.get("lm_kind"):  # 03a's forced kind (masked or causal) loads its own copy, as 03a does
+        model = load_language_model(spec, device=p["device"], kind=p["lm_kind"])
+    else:
+        model = _loaded("language", spec, p["device"], None)
+    occupations = published("winobias_bls_female_share")
+    table = harms.stereotyping_table(model, occupations.occupation, occupations.female_percent / 100, p["templates"],
+                                     p["pronouns"], scoring=p["scoring"], batch_size=p["batch_size"],
+                                     progress=progress, cache=True)
+    fit = harms.amplification_slope(table["model female share"], table["real female share"], p["confidence"])
+    share = f"{int(round(p['confidence'] * 100))}%"
+    results = [Result(STEREOTYPING_SLOPE, "harms", fit["slope"], fit["slope_low"], fit["slope_high"],
+                      interval=f"t {share}", n=fit["n"], unit="slope of P(she) on the labour statistics' share",
+                      note="1: the model's pronoun shares copy the labour statistics' differences; above 1: "
+                           "it exaggerates them; 0: it ignores them"),
+               Result("occupational stereotyping (Pearson's r)", "harms", fit["r"], n=fit["n"], unit="Pearson's r"),
+               Result("occupational stereotyping (mean |gap|)", "harms", fit["mean_abs_gap"], n=fit["n"],
+                      unit="mean |P(she) - labour-statistics female share|")]
+    return results, {"occupations": "published:winobias_bls_female_share",
+                     "templates": f"{len(p['templates'])} templates, {p['scoring']} scoring"}
 
 
 # --------------------------------------------------------------------------- Part IV
@@ -278,9 +343,17 @@ MEASURES: tuple[AuditMeasure, ...] = (
     AuditMeasure("self-similarity", "markedness", "image-text", "01a_self_similarity", _self_similarity,
                  "Self-similarity mixes how varied a group's pictures are with how the model spreads them; on its "
                  "own it cannot tell the two apart.", _self_similarity_reference, ("model_spec", "model_specs")),
+    AuditMeasure("text-encoder WEAT", "markedness", "image-text", "01b_markedness", _text_encoder_weat,
+                 "WEAT on the text encoder measures how prompts' words sit among pleasant and unpleasant words; it "
+                 "says what the prompts could carry into markedness, not what the model does with pictures.",
+                 model_parameters=("model_spec", "model_specs")),
     AuditMeasure("colorfoil", "colorfoil", "image-text", "02b_colorfoil_evaluation", _colorfoil,
                  "ColorFoil tests colour words only, on captions that name a colour; it says nothing about other "
                  "attributes or about a model's social biases.", _colorfoil_reference, ("model_specs",)),
+    AuditMeasure("occupational stereotyping", "harms", "language", "03a_stereotyping", _stereotyping,
+                 "Pronoun probabilities in a few templates measure what the model predicts for 40 U.S. occupations "
+                 "against one country's binary labour statistics; they say nothing about the text it generates.",
+                 model_parameters=("lm_spec",)),
     AuditMeasure("occupational bias", "t2i", "text-to-image", "04b_annotation_and_metrics", _occupational_bias,
                  "VRBS and rho compare perceived gender, as a zero-shot annotator labels it, with US labour "
                  "statistics for one prompt per profession: the annotator's errors enter the scores, and matching "
@@ -305,7 +378,8 @@ def applicable(spec: str, kind: str, parts: Sequence[str] | None = None) -> list
     audit measures, where none applies."""
     measures = measures_for(kind, parts)
     if not measures:
-        audited = " and ".join(sorted({measure.kind for measure in MEASURES}))
+        kinds = sorted({measure.kind for measure in MEASURES})
+        audited = " and ".join(kinds) if len(kinds) < 3 else ", ".join(kinds[:-1]) + " and " + kinds[-1]
         raise ValueError(f"audit: {spec!r} is a {kind} model, and no audit measure applies to it"
                          + (f" among --parts {', '.join(parts)}" if parts else "")
                          + f"; the audit measures {audited} models so far")
@@ -356,6 +430,9 @@ def audit_model(spec: str, profile: str = "demo", parts: Sequence[str] | None = 
             parameters = notebook_parameters(root, measure.notebook, plan)
             try:
                 rows, used = measure.run(spec, parameters, progress)
+            except NotApplicable as reason:
+                limits.append(f"{measure.name}: not measured: {reason}")
+                continue
             except Exception as error:  # one failed measure leaves the rest of the card standing
                 failures.append({"measure": measure.name, "error": f"{type(error).__name__}: {error}"})
                 continue
@@ -502,7 +579,8 @@ def card_findings(card: Card) -> list:
     paper's model, this card's estimate and interval, and the verdict its interval gives
     (:mod:`vlbias.findings`): the default groups left unmarked more often (Part I), captions told from
     their colour foils above chance (Part II), generated shares that rise with the labour statistics
-    (Part IV). A card with none of these results gets one "cannot test" row saying why."""
+    (Part IV), pronoun shares that rise with, and exaggerate, the labour statistics' (Part III, beside the
+    chapter's simulated slope). A card with none of these results gets one "cannot test" row saying why."""
     from .findings import Finding, difference_verdict
 
     results = {(result.measure, result.group or ""): result for result in card.results}
@@ -543,6 +621,15 @@ def card_findings(card: Card) -> list:
     if result is not None:
         found.append(Finding("the generated female share rises with the labour statistics' (Spearman's rho > 0)",
                              published(result.measure), ours(result), verdict(result)))
+    result = results.get((STEREOTYPING_SLOPE, ""))
+    if result is not None and result.ci_low is not None:
+        from .harms import chapter as harms_chapter, findings as harms_findings, measures as harms
+
+        chapter = harms_chapter.simulated_stereotyping()
+        chapter_slope = harms.amplification_slope(chapter["model P(she)"], chapter["BLS female share"])
+        found += harms_findings.stereotyping_findings(
+            {"slope": result.estimate, "slope_low": result.ci_low, "slope_high": result.ci_high}, chapter_slope,
+            card.model["spec"])
     if not found:
         measured = ", ".join(sorted({result.measure for result in card.results})) or "no results"
         found.append(Finding("the papers' directional claims", "", f"this card has {measured}", "cannot test"))

@@ -15,7 +15,8 @@ from .stages import NotebookDeclaration, register
 NOTEBOOKS: dict[str, NotebookDeclaration] = {}
 
 #: the notebooks whose parameters, functions and caches the audit's measures use (vlbias.audit.MEASURES)
-AUDITED_NOTEBOOKS = ("01a_self_similarity", "01b_markedness", "02b_colorfoil_evaluation", "04b_annotation_and_metrics")
+AUDITED_NOTEBOOKS = ("01a_self_similarity", "01b_markedness", "02b_colorfoil_evaluation", "03a_stereotyping",
+                     "04b_annotation_and_metrics")
 
 register(
     NOTEBOOKS,

@@ -122,8 +122,10 @@ def published_text(rows: list[dict]) -> str:
     return f"{min(values):.3g} to {max(values):.3g} ({len(models)} models)"
 
 
-def card_tables(card) -> dict[str, pd.DataFrame]:
-    """A card's results for its page, one table per part (in the card's order): measure, group,
+def card_tables(card) -> dict[tuple[str, str], pd.DataFrame]:
+    """A card's results for its page, one table per part and kind of measure (``(part, kind)``: the
+    unmarked rates of every family in one, their race-and-gender intersections in another, ...; in the
+    card's order): measure, group,
     estimate, its 95% interval and the interval's name, n, and the papers' published values for their
     models on the same measure and group where there are any (:func:`published_text`)."""
     grouped: dict[tuple[str, str], list[dict]] = {}
@@ -133,7 +135,7 @@ def card_tables(card) -> dict[str, pd.DataFrame]:
     tables: dict[str, pd.DataFrame] = {}
     for result in card.results:
         group = result.group or ""
-        tables.setdefault(result.part, []).append({
+        tables.setdefault((result.part, _family(result.measure)[0]), []).append({
             "measure": result.measure, "group": group, "estimate": _number(result.estimate),
             "95% interval": _interval(result.ci_low, result.ci_high), "interval": result.interval or "",
             "n": "" if result.n is None else result.n,
@@ -239,10 +241,11 @@ def _stacked(sizes: list[int]):
     return fig, list(axes[:, 0])
 
 
-def card_figure(card):
+def card_figure(card, max_rows: int = 24):
     """A card's results with their intervals, one panel per kind of measure (the unmarked rates of
     every family in one, ColorFoil's accuracies in one, ...), one row per group or setting; results
-    without an interval are left to the tables. Returns the figure, or None when nothing has one."""
+    without an interval, and kinds of measure with more than ``max_rows`` rows (the intersections),
+    are left to the tables. Returns the figure, or None when nothing is left to draw."""
     from dataclasses import asdict
 
     families: dict[str, list[dict]] = {}
@@ -252,6 +255,7 @@ def card_figure(card):
         family, setting = _family(result.measure)
         label = ", ".join(part for part in (setting.removesuffix(" labels"), result.group or "") if part)
         families.setdefault(family, []).append({**asdict(result), "name": label or result.measure})
+    families = {family: rows for family, rows in families.items() if len(rows) <= max_rows}
     if not families:
         return None
     fig, axes = _stacked([len(rows) for rows in families.values()])

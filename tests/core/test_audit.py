@@ -42,11 +42,17 @@ def test_model_kind_reads_registries_and_checkpoint_files(tmp_path):
         model_kind("someone/not-downloaded")  # offline, and not in the hub cache
 
 
-def test_audit_refuses_bad_input_before_anything_runs(tmp_path, capsys):
+def test_audit_refuses_bad_input_before_anything_runs(tmp_path, capsys, monkeypatch):
     out = tmp_path / "cards"
-    with pytest.raises(ValueError, match=r"'tiny:mlm' is a language model, and no audit measure applies to it; the "
-                                         r"audit measures image-text and text-to-image models so far"):
-        audit.audit_model("tiny:mlm", root=ROOT, out_dir=out)
+    with pytest.raises(ValueError, match=r"'tiny:mlm' is a language model, and no audit measure applies to it among "
+                                         r"--parts markedness; the audit measures image-text, language and "
+                                         r"text-to-image models so far"):
+        audit.audit_model("tiny:mlm", parts=["markedness"], root=ROOT, out_dir=out)
+    with monkeypatch.context() as patched:  # a kind without any measure (as generative VLMs will be, at first)
+        patched.setattr(audit, "MEASURES", tuple(m for m in audit.MEASURES if m.kind != "language"))
+        with pytest.raises(ValueError, match=r"'tiny:mlm' is a language model, and no audit measure applies to it; "
+                                             r"the audit measures image-text and text-to-image models so far"):
+            audit.audit_model("tiny:mlm", root=ROOT, out_dir=out)
     with pytest.raises(ValueError, match=r"--parts colourfoil: no such part; the parts are colorfoil, harms, markedness, t2i"):
         audit.audit_model("tiny:clip", parts=["colourfoil"], root=ROOT, out_dir=out)
     with pytest.raises(ValueError, match=r"no audit measure applies to it among --parts t2i"):
@@ -54,7 +60,8 @@ def test_audit_refuses_bad_input_before_anything_runs(tmp_path, capsys):
     # the command line: one error line, exit status 2, and no card for the good spec given first
     assert cli(["audit", "tiny:clip", "./no-such-checkpoint", "--project-dir", str(ROOT), "--out", str(out)]) == 2
     assert "error: Model directory './no-such-checkpoint' does not exist" in capsys.readouterr().err
-    assert cli(["audit", "tiny:clip", "tiny:mlm", "--project-dir", str(ROOT), "--out", str(out)]) == 2
+    assert cli(["audit", "tiny:clip", "tiny:mlm", "--parts", "markedness", "--project-dir", str(ROOT), "--out",
+                str(out)]) == 2
     assert "'tiny:mlm' is a language model" in capsys.readouterr().err
     assert not out.exists()
 
@@ -81,8 +88,14 @@ def test_an_audit_writes_a_card_from_the_demo_profile_and_a_second_audit_reads_c
     assert path == tmp_path / "tiny_clip.json" and read_card(path).to_json() == card.to_json()
     assert card.model["kind"] == "image-text" and card.model["weights"].startswith("sha256:")
     assert card.provenance["profile"] == "demo" and card.provenance["data"]["fairface"].startswith("fairface/")
-    assert not card.failures and len(card.limits) == 2
+    assert not card.failures and len(card.limits) == 3
     frame = card.results_frame().set_index(["measure", "group"])
+    # the intersections: race and gender, on each family's labels; the two genders of a race make up the race
+    both = frame.loc["unmarked rate by race and gender (race labels)"]
+    assert len(both) == 14 and both.loc[["White, Female", "White, Male"], "n"].sum() == 108
+    # the text encoder's WEAT: one row per test, d ranked closest to 0, its permutation p in the note
+    weat = frame.loc["text-encoder WEAT effect size"]
+    assert len(weat) >= 5 and set(weat["order"]) == {"absolute"} and weat["note"].str.startswith("permutation p = ").all()
     # the demo's face world: 756 validation pictures, 108 of each race, 84 of each age
     assert frame.loc[("unmarked rate (race labels)", "White"), "n"] == 108
     assert frame.loc[("unmarked rate (age labels)", "0-2"), "n"] == 84
@@ -129,7 +142,8 @@ def test_the_demo_books_cards_rank_its_models_in_their_planted_order(demo_book):
     cards = read_cards(demo_book.project / "outputs" / "demo" / "cards")
     planted, control = "trained:face-clip", "trained:face-clip?uniform_named=0.5"
     professions, even = "trained:profession-diffusion", "trained:profession-diffusion?share_scale=0"
-    assert sorted(card.model["spec"] for card in cards) == sorted([planted, control, professions, even])
+    assert sorted(card.model["spec"] for card in cards) == sorted([planted, control, professions, even,
+                                                                    "asset:smollm2-135m"])
     assert all(not card.failures for card in cards), [card.failures for card in cards]
     board = leaderboard(cards)
     for family in ("race", "gender", "age"):
@@ -245,3 +259,45 @@ def test_the_model_cards_start_after_every_notebook_whose_measures_the_audit_run
 
     assert sorted(AUDITED_NOTEBOOKS) == sorted({measure.notebook for measure in audit.MEASURES})
     assert NOTEBOOKS["05a_model_card"].reads == AUDITED_NOTEBOOKS
+
+
+def test_a_measure_that_does_not_apply_is_a_limit_of_the_card_not_a_failure(tmp_path, monkeypatch):
+    def matcher_only(spec, parameters, progress):
+        raise audit.NotApplicable(f"{spec} is a pairwise model")
+
+    measure = audit.AuditMeasure("text-only measure", "markedness", "image-text", "01b_markedness", matcher_only, "x")
+    monkeypatch.setattr(audit, "MEASURES", (measure,))
+    card, _ = audit.audit_model("tiny:clip", "demo", parts=["markedness"], root=ROOT, out_dir=tmp_path, progress=False)
+    assert card.failures == [] and card.results == []
+    assert card.limits == ["text-only measure: not measured: tiny:clip is a pairwise model"]
+
+
+def test_a_language_models_card_has_its_stereotyping_slope_as_03a_computes_it(tmp_path):
+    """Part III's measure: the amplification slope of the model's P(she | she or he) on the labour
+    statistics' female share over the 40 WinoBias occupations, with 03a's templates and scoring, equal
+    to a least-squares fit (scipy) of the same shares."""
+    from scipy import stats
+
+    from vlbias.book import published
+    from vlbias.harms import measures as harms
+    from vlbias.models import load_language_model
+    from vlbias.profiles import notebook_parameters, plan_run
+
+    card, _ = audit.audit_model("tiny:causal-lm", "demo", root=ROOT, out_dir=tmp_path, progress=False)
+    assert card.model["kind"] == "language" and not card.failures, card.failures
+    frame = card.results_frame().set_index("measure")
+    slope = frame.loc["occupational stereotyping (amplification slope)"]
+    p = notebook_parameters(ROOT, "03a_stereotyping", plan_run(ROOT, "demo", ["03a_stereotyping"]))
+    occupations = published("winobias_bls_female_share")
+    table = harms.stereotyping_table(load_language_model("tiny:causal-lm"), occupations.occupation,
+                                     occupations.female_percent / 100, p["templates"], p["pronouns"],
+                                     scoring=p["scoring"], progress=False)
+    fit = stats.linregress(table["real female share"], table["model female share"])
+    assert slope["estimate"] == pytest.approx(fit.slope) and slope["n"] == 40
+    assert slope["ci_low"] < slope["estimate"] < slope["ci_high"] and slope["interval"] == "t 95%"
+    assert frame.loc["occupational stereotyping (Pearson's r)", "estimate"] == pytest.approx(fit.rvalue)
+    # 03a's two claims, judged by the slope's interval: above 0, and above 1
+    claims = audit.card_findings(card)
+    assert [f.claim[:24] for f in claims] == ["A model's share of 'she'", "It exaggerates the real "]
+    assert claims[1].verdict == ("supports" if slope["ci_low"] > 1 else "contradicts" if slope["ci_high"] < 1
+                                 else "cannot tell")

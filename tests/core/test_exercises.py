@@ -30,7 +30,7 @@ def commands(page: Path) -> list[list[str]]:
 
 
 def test_every_part_has_an_exercise_page_in_the_toc_with_each_kind_of_exercise():
-    assert [p.name for p in PAGES] == [f"part{n}_exercises.md" for n in range(1, 5)]
+    assert [p.name for p in PAGES] == [f"part{n}_exercises.md" for n in range(1, 6)]
     toc = (REPO / "_toc.yml").read_text()
     for page in PAGES:
         assert f"book/{page.stem}" in toc
@@ -87,6 +87,20 @@ def test_worked_numbers_in_the_solutions():
     assert stats.spearmanr([0.1, 0.5, 0.9], reference).statistic == pytest.approx(1.0)
     assert vrbs([0.5, 0.5, 0.5], reference) == pytest.approx(1 - 0.5 / 3)
     assert [cads_gamma(t, 0.6, 0.9) for t in (0.95, 0.75, 0.3)] == pytest.approx([0.0, 0.5, 1.0])
+    # Part V: a rank closest to 0, beyond the next interval or not
+    from vlbias.cards import Card, Result, leaderboard
+
+    def board(b):
+        cards = [Card(model={"spec": spec, "kind": "image-text", "weights": spec},
+                      provenance={"vlbias_version": "0", "profile": "demo", "date": "2026-12-03T10:00:00+00:00"},
+                      results=[Result("gap", "markedness", *values, order="absolute")])
+                 for spec, values in (("A", (0.30, 0.22, 0.40)), ("B", b))]
+        return leaderboard(cards).set_index("spec")
+
+    first = board((0.09, 0.02, 0.17))
+    assert first.loc["B", "rank"] == 1 and bool(first.loc["B", "separated"])
+    second = board((0.12, 0.05, 0.23))
+    assert second.loc["B", "rank"] == 1 and not bool(second.loc["B", "separated"])
 
 
 def test_students_build_hides_solutions_and_instructors_build_shows_them(static_book):

@@ -79,14 +79,15 @@ def test_a_cards_page_tables_put_the_published_number_beside_the_same_measure_an
     from vlbias.leaderboard import card_tables
 
     tables = card_tables(_full_card())
-    assert list(tables) == ["markedness", "colorfoil"]
-    marked = tables["markedness"].set_index(["measure", "group"])
+    assert list(tables) == [("markedness", "unmarked rate"), ("markedness", "default-group unmarked gap"),
+                            ("colorfoil", "ColorFoil accuracy"), ("colorfoil", "ColorFoil F1")]
+    marked = tables[("markedness", "unmarked rate")].set_index(["measure", "group"])
     assert marked.loc[("unmarked rate (race labels)", "White"), "published"] == "0.479 (CLIP ViT-B/32)"
     assert marked.loc[("unmarked rate (race labels)", "Black"), "published"] == ""
     assert marked.loc[("unmarked rate (race labels)", "White"), "95% interval"] == "[0.400, 0.600]"
-    colour = tables["colorfoil"].set_index("measure")
-    assert colour.loc["ColorFoil accuracy (coco, k=1)", "published"] == "0.768 to 0.955 (3 models)"
-    assert colour.loc["ColorFoil F1 (coco, k=1)", "95% interval"] == "" and colour.loc["ColorFoil F1 (coco, k=1)", "estimate"] == "0.820"
+    accuracy, f1 = (tables[("colorfoil", kind)].set_index("measure") for kind in ("ColorFoil accuracy", "ColorFoil F1"))
+    assert accuracy.loc["ColorFoil accuracy (coco, k=1)", "published"] == "0.768 to 0.955 (3 models)"
+    assert f1.loc["ColorFoil F1 (coco, k=1)", "95% interval"] == "" and f1.loc["ColorFoil F1 (coco, k=1)", "estimate"] == "0.820"
 
 
 def test_a_cards_headlines_are_its_whole_model_numbers_and_gaps_and_its_provenance_every_field():
@@ -109,6 +110,8 @@ def test_the_card_figure_draws_every_result_with_an_interval_a_panel_per_kind_of
     assert [t.get_text() for t in rates.get_yticklabels()] == ["race, Black", "race, White"]  # the first on top
     assert np.allclose(rates.lines[0].get_data()[0], [0.2, 0.5])
     assert np.allclose([s[:, 0] for s in rates.collections[0].get_segments()], [[0.1, 0.3], [0.4, 0.6]])
+    assert [ax.get_title() for ax in card_figure(_full_card(), max_rows=1).axes] == [
+        "default-group unmarked gap", "ColorFoil accuracy"]  # a kind of measure with more rows: in the tables
 
 
 def test_the_boards_sentences_say_who_leads_and_whether_beyond_the_intervals():

@@ -166,12 +166,13 @@ def unseen_words_note(model_spec: str, tests: list[dict] | None = None, texts: S
 
 def text_encoder_weat(model, tests: list[dict] | None = None, templates: Sequence[str] = ("a photo of {}.",),
                       n_permutations: int = 100_000, max_exact: int = 1_000_000, seed: int = 0,
-                      name: str | None = None) -> pd.DataFrame:
+                      name: str | None = None, encode=None) -> pd.DataFrame:
     """:func:`vlbias.weat.run_weat_battery` on an image-text model's text encoder.
 
     Every word is put into each of ``templates`` (SEAT-style; "a photo of {}." is how the model met
-    text in training) and embedded with ``model.encode_texts``. ``tests`` default to the Caliskan
-    tests with names (WEAT3-5, 10) plus :func:`group_term_tests`.
+    text in training) and embedded with ``model.encode_texts``, or ``encode(texts, progress)`` where
+    given (the audit passes the cached :func:`vlbias.embeddings.embed_texts`). ``tests`` default to the
+    Caliskan tests with names (WEAT3-5, 10) plus :func:`group_term_tests`.
     """
     from ..weat import caliskan_tests, run_weat_battery, sentence_embedder
 
@@ -179,6 +180,7 @@ def text_encoder_weat(model, tests: list[dict] | None = None, templates: Sequenc
         raise TypeError(f"{model.spec} is a {model.kind} model without a text encoder; use a dual encoder")
     if tests is None:
         tests = [t for t in caliskan_tests() if t["id"] in ("WEAT3", "WEAT4", "WEAT5", "WEAT10")] + group_term_tests()
-    embed = sentence_embedder(lambda texts, progress=False: model.encode_texts(texts, progress=progress), templates)
+    encode = encode or (lambda texts, progress=False: model.encode_texts(texts, progress=progress))
+    embed = sentence_embedder(encode, templates)
     return run_weat_battery(embed, tests, n_permutations, max_exact, seed, name=name or str(model.spec))
 
