@@ -15,7 +15,7 @@ heavy stages run first on Ray, through precompute's executor (:func:`precompute_
 
 What is audited today: image-text models (dual encoders and pairwise matchers) on Part I's
 markedness (with race and gender together), self-similarity and the text encoder's WEAT (dual
-encoders) and Part II's ColorFoil; text-to-image pipelines on Part IV's VRBS, Spearman's ρ and
+encoders) and Part II's ColorFoil (with McNemar's test against 02b's first model); text-to-image pipelines on Part IV's VRBS, Spearman's ρ and
 amplification; language models on Part III's occupational stereotyping (the amplification slope).
 """
 
@@ -225,7 +225,9 @@ def _text_encoder_weat(spec: str, p: dict[str, Any], progress: bool):
 
 
 def _colorfoil(spec: str, p: dict[str, Any], progress: bool):
-    """02b's ColorFoil accuracy (Wilson interval) and F1 at each foil count, on COCO and Flickr30k."""
+    """02b's ColorFoil accuracy (Wilson interval) and F1 at each foil count, on COCO and Flickr30k, and with
+    one foil the accuracy difference from 02b's first model (the reference) on the same pairs, with a
+    paired bootstrap interval and the exact McNemar test."""
     from .colorfoil import construction as cf
     from .colorfoil import evaluation as cfe
     from .colorfoil import stages as cfs
@@ -237,19 +239,37 @@ def _colorfoil(spec: str, p: dict[str, Any], progress: bool):
         colour_selection=p["colour_selection"], foil_targets=p["foil_targets"], seed=p["seed"],
         max_pairs=p["max_pairs"], foil_counts=p["foil_counts"], confusion_foils=p["confusion_foils"])
     datasets, _ = cf.with_foils(datasets, benchmarks, p["foil_type"])
-    scores, _, failures, _ = cfe.score_models([spec], datasets, benchmarks, max_foils=max_foils,
+    # the reference: the first model of 02b's list (the full profile's: the paper's CLIP ViT-B/32), whose
+    # scores 02b cached; the audited model is compared with it pair by pair
+    reference = next(iter(p["model_specs"] or []), None)
+    compared = [spec] + ([reference] if reference and reference != spec else [])
+    scores, _, failures, _ = cfe.score_models(compared, datasets, benchmarks, max_foils=max_foils,
                                               batch_size=p["batch_size"], device=p["device"], half=p["half"],
                                               progress=progress)
-    if len(failures):
-        raise RuntimeError(f"ColorFoil could not score {spec}: {failures.iloc[0].to_dict()}")
+    own = failures[failures["model"] == spec] if len(failures) else failures
+    if len(own):  # the reference failing leaves the model's own results, without the paired comparison
+        raise RuntimeError(f"ColorFoil could not score {spec}: {own.iloc[0].to_dict()}")
     results = []
-    for row in cfe.evaluation_table(scores, p["foil_counts"]).to_dict("records"):
+    own_scores = {key: matrix for key, matrix in scores.items() if key[0] == spec}
+    for row in cfe.evaluation_table(own_scores, p["foil_counts"]).to_dict("records"):
         where = f"{row['dataset']}, k={row['foils']}"
         results.append(Result(f"ColorFoil accuracy ({where})", "colorfoil", row["accuracy_%"] / 100,
                               row["ci_low_%"] / 100, row["ci_high_%"] / 100, interval=WILSON, n=int(row["n"]),
                               unit="share", order="descending"))
         results.append(Result(f"ColorFoil F1 ({where})", "colorfoil", row["f1"], n=int(row["n"]), unit="F1",
                               order="descending", note="the paper's F1 (every pair counted as a positive)"))
+    if len(compared) == 2 and all((reference, name) in scores for name in datasets):
+        from .colorfoil import controls as cf_controls
+
+        for name in datasets:
+            row = cf_controls.paired_model_table({spec: scores[spec, name], reference: scores[reference, name]}, k=1,
+                                                 n_bootstrap=p["n_bootstrap"], seed=p["seed"]).iloc[0]
+            results.append(Result(f"ColorFoil accuracy minus the reference's ({name}, k=1)", "colorfoil",
+                                  row["difference_pp"] / 100, row["low_pp"] / 100, row["high_pp"] / 100,
+                                  interval="paired bootstrap 95%", n=int(row["n"]), unit="share difference",
+                                  note=f"reference {reference} (02b's first model); exact McNemar p = "
+                                       f"{row['p_mcnemar']:.3g} ({int(row['a_only'])} pairs only this model gets "
+                                       f"right, {int(row['b_only'])} only the reference)"))
     return results, {name: dataset.identity for name, dataset in datasets.items()}
 
 

@@ -301,3 +301,38 @@ def test_a_language_models_card_has_its_stereotyping_slope_as_03a_computes_it(tm
     assert [f.claim[:24] for f in claims] == ["A model's share of 'she'", "It exaggerates the real "]
     assert claims[1].verdict == ("supports" if slope["ci_low"] > 1 else "contradicts" if slope["ci_high"] < 1
                                  else "cannot tell")
+
+
+def test_a_colorfoil_card_compares_the_model_with_the_reference_pair_by_pair(tmp_path, monkeypatch):
+    """With one foil, the accuracy difference from 02b's first model on the same pairs, its paired
+    bootstrap interval and the exact McNemar p, equal to a McNemar test computed here (scipy's binomial
+    test) on both models' per-pair answers."""
+    from scipy import stats
+
+    from vlbias.colorfoil import controls as cf_controls
+    from vlbias.colorfoil.evaluation import correct_at
+
+    captured = {}
+    real = cf_controls.paired_model_table
+
+    def spy(scores, **kw):
+        captured.update(scores)
+        return real(scores, **kw)
+
+    monkeypatch.setattr(cf_controls, "paired_model_table", spy)
+    monkeypatch.setattr(audit, "MEASURES", tuple(m for m in audit.MEASURES if m.name == "colorfoil"))
+    card, _ = audit.audit_model("tiny:clip", "demo", root=ROOT, out_dir=tmp_path, progress=False)
+    assert not card.failures, card.failures
+    rows = {r.measure: r for r in card.results if r.measure.startswith("ColorFoil accuracy minus")}
+    assert set(rows) == {"ColorFoil accuracy minus the reference's (coco, k=1)",
+                         "ColorFoil accuracy minus the reference's (flickr30k, k=1)"}
+    row = rows["ColorFoil accuracy minus the reference's (flickr30k, k=1)"]
+    assert "reference trained:caption-clip?colour_words=1" in row.note
+    ours, reference = (captured[name] for name in ("tiny:clip", "trained:caption-clip?colour_words=1"))
+    right = [correct_at(matrix, 1)[1] for matrix in (ours, reference)]
+    only_ours, only_reference = int((right[0] & ~right[1]).sum()), int((~right[0] & right[1]).sum())
+    p = stats.binomtest(min(only_ours, only_reference), only_ours + only_reference, 0.5).pvalue \
+        if only_ours + only_reference else 1.0
+    assert f"exact McNemar p = {p:.3g}" in row.note
+    assert row.estimate == pytest.approx(right[0].mean() - right[1].mean())
+    assert row.ci_low <= row.estimate <= row.ci_high
