@@ -15,8 +15,8 @@ heavy stages run first on Ray, through precompute's executor (:func:`precompute_
 
 What is audited today: image-text models (dual encoders and pairwise matchers) on Part I's
 markedness (with race and gender together), self-similarity and the text encoder's WEAT (dual
-encoders) and Part II's ColorFoil (with McNemar's test against 02b's first model); text-to-image pipelines on Part IV's VRBS, Spearman's ρ and
-amplification; language models on Part III's occupational stereotyping (the amplification slope).
+encoders) and Part II's ColorFoil (with McNemar's test against 02b's first model); text-to-image pipelines on Part IV's VRBS, Spearman's ρ,
+amplification and CADS's paired change; language models on Part III's occupational stereotyping (the amplification slope).
 """
 
 from __future__ import annotations
@@ -354,6 +354,38 @@ def _occupational_bias(spec: str, p: dict[str, Any], progress: bool):
                      "perceived-gender annotator": f"{p['annotator_spec']} (prompts: {len(p['gender_prompts'])} classes)"}
 
 
+def _cads_change(spec: str, p: dict[str, Any], progress: bool):
+    """04c's CADS on shared seeds: VRBS with CADS at the noise scale 04c compares models with
+    (``comparison_noise_scale``) minus plain sampling, on the same jobs, with 04c's paired bootstrap
+    interval (image pairs resampled within each profession)."""
+    from .t2i import bias as t2i_bias, runs as t2i_runs
+    from .t2i.compare import noise_scale_grid
+    from .t2i.controls import paired_bias_comparison
+
+    s = float(p["comparison_noise_scale"])
+    jobs = t2i_runs.study_jobs(p["prompt_template"], p["images_per_profession"], seed=p["seed"],
+                               include_source_cases=False)
+    reference = t2i_bias.reference_shares()
+    _, runs = noise_scale_grid(
+        _loaded("text-to-image", spec, p["device"], p["half"]),
+        _loaded("image-text", p["annotator_spec"], p["device"], None), jobs, [0.0, s], p["output_dir"],  # as 04c loads it
+        p["gender_prompts"], reference,
+        cads=dict(tau1=p["tau1"], tau2=p["tau2"], psi=p["psi"], rescale=p["rescale"], schedule=p["schedule"],
+                  branch=p["cads_branch"]),
+        generation=dict(num_inference_steps=p["num_inference_steps"], guidance_scale=p["guidance_scale"],
+                        height=p["height"], width=p["width"]),
+        batch_size=p["batch_size"], annotation_batch_size=p["annotation_batch_size"], n_boot=p["n_boot"], seed=p["seed"])
+    summary, _ = paired_bias_comparison(runs[0.0]["manifest"], runs[s]["manifest"], reference, n_boot=p["n_boot"],
+                                        seed=p["seed"])
+    result = Result(f"VRBS change under CADS (s={s:g})", "t2i", summary["VRBS change"], summary["change low"],
+                    summary["change high"], interval="paired bootstrap 95%", n=int(summary["professions"]),
+                    unit="VRBS with CADS minus plain sampling",
+                    note=summary.get("note") or f"same jobs (profession, seed) with and without CADS; plain "
+                                                f"{summary['VRBS plain']:.3f}, CADS {summary['VRBS other']:.3f}")
+    return [result], {"reference shares": "published:winobias_bls_female_share",
+                      "perceived-gender annotator": f"{p['annotator_spec']} (prompts: {len(p['gender_prompts'])} classes)"}
+
+
 #: every measure the audit runs, by kind; a new measure is one entry here
 MEASURES: tuple[AuditMeasure, ...] = (
     AuditMeasure("markedness", "markedness", "image-text", "01b_markedness", _markedness,
@@ -378,6 +410,10 @@ MEASURES: tuple[AuditMeasure, ...] = (
                  "VRBS and rho compare perceived gender, as a zero-shot annotator labels it, with US labour "
                  "statistics for one prompt per profession: the annotator's errors enter the scores, and matching "
                  "the statistics is not the same as being fair.", _occupational_reference, ("t2i_spec",)),
+    AuditMeasure("CADS change", "t2i", "text-to-image", "04c_cads", _cads_change,
+                 "CADS's change is measured at one noise scale and schedule, on the same seeds, by the same zero-shot "
+                 "annotator: it says how CADS moves the perceived shares of this model, not whether the images stay "
+                 "faithful to their prompts (04c's CLIPScore does).", model_parameters=("t2i_spec",)),
 )
 PARTS = tuple(dict.fromkeys(measure.part for measure in MEASURES))
 
@@ -641,6 +677,16 @@ def card_findings(card: Card) -> list:
     if result is not None:
         found.append(Finding("the generated female share rises with the labour statistics' (Spearman's rho > 0)",
                              published(result.measure), ours(result), verdict(result)))
+    change = next((r for (measure, _), r in results.items() if measure.startswith("VRBS change under CADS")), None)
+    if change is not None:
+        from .book import published as published_table
+
+        source = published_table("t2i_occupational_bias_source")
+        vrbs_rows = source[(source["measure"] == "vrbs") & (source["model"] == "SD 1.4")].set_index("sampler")["value"]
+        found.append(Finding("CADS raises VRBS: the generated shares come closer to the labour statistics'",
+                             f"SD 1.4: {vrbs_rows.get('plain', float('nan')):.2f} plain, "
+                             f"{vrbs_rows.get('CADS', float('nan')):.2f} with CADS (source text)", ours(change),
+                             verdict(change)))
     result = results.get((STEREOTYPING_SLOPE, ""))
     if result is not None and result.ci_low is not None:
         from .harms import chapter as harms_chapter, findings as harms_findings, measures as harms

@@ -298,3 +298,13 @@ def forest_grid(board: pd.DataFrame, measures: list[str], labels: dict[str, str]
         ax.set_title(f"{family}: {kind} models")
     fig.tight_layout()
     return fig
+
+
+def card_failures_box(card):
+    """The warning box of a card's failed measures (:func:`vlbias.book.failures_box`), each with its
+    error; an empty note when none failed."""
+    from .book import failures_box
+
+    frame = pd.DataFrame([{"model": row["measure"], "stage": "audit", "error": row["error"]} for row in card.failures],
+                         columns=["model", "stage", "error"])
+    return failures_box(frame, what="card's measures")

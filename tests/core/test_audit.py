@@ -155,6 +155,10 @@ def test_the_demo_books_cards_rank_its_models_in_their_planted_order(demo_book):
     assert t2i.loc[("VRBS", professions), "rank"] == 1 and t2i.loc[("VRBS", even), "rank"] == 2
     rho = "Spearman's rho against labour statistics"
     assert t2i.loc[(rho, professions), "ci_low"] > 0 and t2i.loc[(rho, professions), "rank"] == 1
+    # CADS's paired change, on the same seeds, for both profession models
+    cads = board[board["measure"] == "VRBS change under CADS (s=1)"].set_index("spec")
+    assert set(cads.index) == {professions, even}
+    assert ((cads["ci_low"] <= cads["estimate"]) & (cads["estimate"] <= cads["ci_high"])).all(), cads
     # each card is a page titled with its model, and the leaderboard page ranks them all
     html = demo_book.project / "_build" / "html" / "book" / "generated"
     for spec in (planted, control, professions, even):
@@ -237,7 +241,7 @@ def test_audit_ray_points_each_measures_notebook_at_the_audited_model(tmp_path):
     run = profiles.plan_run(ROOT, "demo", notebooks, assignments)
     assert run.parameters["02b_colorfoil_evaluation"]["model_specs"] == ["trained:face-clip?uniform_named=0.5"]
     assert audit.precompute_assignments("tiny:sd", audit.measures_for("text-to-image"), ROOT)[1] == [
-        '04b_annotation_and_metrics.t2i_spec="tiny:sd"']
+        '04b_annotation_and_metrics.t2i_spec="tiny:sd"', '04c_cads.t2i_spec="tiny:sd"']
 
 
 def test_audit_ray_computes_the_heavy_stages_on_ray_and_the_card_then_reads_caches_only(tmp_path, monkeypatch):

@@ -155,3 +155,16 @@ def test_the_board_keeps_the_cards_order_of_measures_and_groups():
     board = leaderboard([card])
     assert board["group"].tolist() == [*groups, ""]
     assert list(dict.fromkeys(board["measure"])) == ["unmarked rate (age labels)", "ColorFoil accuracy (coco, k=1)"]
+
+
+def test_a_cards_failed_measures_show_in_a_warning_box_each_with_its_error():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from vlbias.leaderboard import card_failures_box
+
+    card = _full_card()
+    assert card_failures_box(card).data == ""
+    card.failures = [{"measure": "CADS change", "error": "KeyError: 'x'"}]
+    box = card_failures_box(card).data
+    assert "1 of the card's measures failed" in box and "<code>CADS change</code> (audit): KeyError: &#x27;x&#x27;" in box
+    InteractiveShell.clear_instance()
