@@ -248,9 +248,17 @@ def test_audit_ray_computes_the_heavy_stages_on_ray_and_the_card_then_reads_cach
     """``audit --ray``: precompute's executor embeds the face world with the audited model on a local Ray
     instance; the card written afterwards embeds no picture (only its few dozen prompts, which no
     stage declares heavy)."""
+    ray = pytest.importorskip("ray")
     monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     lines = []
-    summaries = audit.precompute_audit(["tiny:clip"], "demo", ["markedness"], root=ROOT, write=lines.append)
+    # a small local instance, as the precompute tests start theirs: precompute_audit uses a running one
+    ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False)
+    try:
+        summaries = audit.precompute_audit(["tiny:clip"], "demo", ["markedness"], root=ROOT, write=lines.append)
+        assert ray.is_initialized()  # the audit leaves a Ray instance it did not start running
+    finally:
+        ray.shutdown()
     assert summaries["tiny:clip"]["computed"] > 0 and not summaries["tiny:clip"]["failures"], lines
     assert lines[0] == "[audit] tiny:clip: the heavy stages of 01a_self_similarity, 01b_markedness on Ray"
     calls = _counting(monkeypatch)

@@ -28,7 +28,7 @@ def test_every_page_reads_right_in_a_browser(static_book, browser_check, solutio
     html, _ = static_book(solutions=solutions)
     problems, counts = browser_check(html, solutions)
     assert not problems, "\n".join(problems)
-    assert counts["exercise pages"] == 4 and counts["notebook pages"] == len(NOTEBOOKS), counts
+    assert counts["exercise pages"] == 5 and counts["notebook pages"] == len(NOTEBOOKS), counts
     assert counts["math pages"] >= 5, counts
 
 
