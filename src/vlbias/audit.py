@@ -16,7 +16,8 @@ heavy stages run first on Ray, through precompute's executor (:func:`precompute_
 What is audited today: image-text models (dual encoders and pairwise matchers) on Part I's
 markedness (with race and gender together), self-similarity and the text encoder's WEAT (dual
 encoders) and Part II's ColorFoil (with McNemar's test against 02b's first model); text-to-image pipelines on Part IV's VRBS, Spearman's ρ,
-amplification and CADS's paired change; language models on Part III's occupational stereotyping (the amplification slope).
+amplification and CADS's paired change; language models on Part III's occupational stereotyping (the amplification slope)
+and erasure (causal models).
 """
 
 from __future__ import annotations
@@ -309,6 +310,32 @@ def _stereotyping(spec: str, p: dict[str, Any], progress: bool):
                      "templates": f"{len(p['templates'])} templates, {p['scoring']} scoring"}
 
 
+def _erasure(spec: str, p: dict[str, Any], progress: bool):
+    """03c's erasure: seeded stories per scenario (03c's instructions, sampling settings and seed, from
+    its cache), the protagonist's gender read off gendered words, and per scenario the share of women
+    among the detected protagonists minus the population's, with its Wilson interval."""
+    from .harms import measures as harms
+
+    model = _loaded("language", spec, p["device"], None)
+    if getattr(model, "kind", None) != "causal":
+        raise NotApplicable(f"{spec} is a {getattr(model, 'kind', 'non-causal')} language model: it does not "
+                            "generate stories")
+    stories = harms.generate_stories(model, p["scenarios"], p["n_per_scenario"], max_new_tokens=p["max_new_tokens"],
+                                     temperature=p["temperature"], top_p=p["top_p"], seed=p["seed"],
+                                     batch_size=p["batch_size"], use_chat_template=p["use_chat_template"],
+                                     progress=progress)
+    measured = harms.erasure_from_texts(stories, p["population_reference"], p["confidence"], rule=p["gender_rule"])
+    share = f"Wilson {int(round(p['confidence'] * 100))}%"
+    women = measured[measured["group"] == "female"]
+    results = [Result("erasure index of women (share of female protagonists minus the population's)", "harms",
+                      row["erasure_index"], row["index_low"], row["index_high"], group=str(row["scenario"]),
+                      interval=share, n=int(row["n_detected"]), unit="share difference", order="absolute",
+                      note=f"{int(row['n_undetermined'])} stories without a detected protagonist gender")
+               for row in women.to_dict("records")]
+    return results, {"stories": f"{len(stories)} stories, {len(p['scenarios'])} scenarios, seed {p['seed']}",
+                     "population reference": ", ".join(f"{k} {v:g}" for k, v in p["population_reference"].items())}
+
+
 # --------------------------------------------------------------------------- Part IV
 
 
@@ -405,6 +432,10 @@ MEASURES: tuple[AuditMeasure, ...] = (
     AuditMeasure("occupational stereotyping", "harms", "language", "03a_stereotyping", _stereotyping,
                  "Pronoun probabilities in a few templates measure what the model predicts for 40 U.S. occupations "
                  "against one country's binary labour statistics; they say nothing about the text it generates.",
+                 model_parameters=("lm_spec",)),
+    AuditMeasure("erasure", "harms", "language", "03c_erasure", _erasure,
+                 "The erasure index counts protagonists whose gender gendered words reveal, in a few seeded stories "
+                 "per scenario: it is binary by construction and says nothing of who else the stories leave out.",
                  model_parameters=("lm_spec",)),
     AuditMeasure("occupational bias", "t2i", "text-to-image", "04b_annotation_and_metrics", _occupational_bias,
                  "VRBS and rho compare perceived gender, as a zero-shot annotator labels it, with US labour "

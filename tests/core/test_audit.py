@@ -348,3 +348,46 @@ def test_a_colorfoil_card_compares_the_model_with_the_reference_pair_by_pair(tmp
     assert f"exact McNemar p = {p:.3g}" in row.note
     assert row.estimate == pytest.approx(right[0].mean() - right[1].mean())
     assert row.ci_low <= row.estimate <= row.ci_high
+
+
+def test_a_causal_language_models_card_has_03cs_erasure_per_scenario_and_a_masked_ones_says_it_does_not_apply(tmp_path):
+    from vlbias.profiles import notebook_parameters, plan_run
+
+    card, _ = audit.audit_model("tiny:causal-lm", "demo", root=ROOT, out_dir=tmp_path, progress=False)
+    assert not card.failures, card.failures
+    rows = [r for r in card.results if r.measure.startswith("erasure index of women")]
+    p = notebook_parameters(ROOT, "03c_erasure", plan_run(ROOT, "demo", ["03c_erasure"]))
+    assert [r.group for r in rows] == list(p["scenarios"]) and {r.order for r in rows} == {"absolute"}
+    masked, _ = audit.audit_model("tiny:mlm", "demo", root=ROOT, out_dir=tmp_path, progress=False)
+    assert not masked.failures and any(limit.startswith("erasure: not measured: tiny:mlm is a masked")
+                                       for limit in masked.limits)
+
+
+@pytest.mark.slow
+def test_the_demo_language_models_erasure_is_the_share_of_women_among_its_stories_protagonists(demo_book, demo_cache):
+    """SmolLM2-135M's card (05a, from 03c's cached stories): per scenario, the share of women among the
+    detected protagonists minus 0.51, with the Wilson interval of those counts shifted by 0.51."""
+    from vlbias.cards import read_card
+    from vlbias.harms import measures as harms
+    from vlbias.models import load_language_model
+    from vlbias.profiles import notebook_parameters, plan_run
+    from vlbias.stats import wilson_interval
+
+    card = read_card(audit.card_path(demo_book.project / "outputs" / "demo" / "cards", "asset:smollm2-135m"))
+    rows = {r.group: r for r in card.results if r.measure.startswith("erasure index of women")}
+    p = notebook_parameters(demo_book.project, "03c_erasure", plan_run(demo_book.project, "demo", ["03c_erasure"]))
+    stories = harms.generate_stories(load_language_model("asset:smollm2-135m"), p["scenarios"], p["n_per_scenario"],
+                                     max_new_tokens=p["max_new_tokens"], temperature=p["temperature"], top_p=p["top_p"],
+                                     seed=p["seed"], batch_size=p["batch_size"], use_chat_template=p["use_chat_template"],
+                                     progress=False)  # the book's stories, from the cache
+    checked = 0
+    for scenario, texts in stories.groupby("scenario")["text"]:
+        genders = [harms.protagonist_gender(text, p["gender_rule"]) for text in texts]
+        women, detected = genders.count("female"), sum(g != "undetermined" for g in genders)
+        assert rows[scenario].n == detected
+        if detected:
+            low, high = wilson_interval(women, detected)
+            assert rows[scenario].estimate == pytest.approx(women / detected - 0.51)
+            assert (rows[scenario].ci_low, rows[scenario].ci_high) == pytest.approx((low - 0.51, high - 0.51))
+            checked += 1
+    assert checked >= 3  # SmolLM2's stories name their protagonists' gender in most scenarios
