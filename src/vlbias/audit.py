@@ -79,8 +79,7 @@ def _published_rows(table: str, source: str, measures: dict[str, Callable[[dict]
             group = row.get("group")
             rows.append({"measure": name, "model": model(row), "estimate": float(row["value"]) * (scale(row) if callable(scale) else scale),
                          "group": None if group is None or group != group else str(group),
-                         "source": f"{source}, {row['where']}" if row.get("where") == row.get("where") and row.get("where")
-                         else source})
+                         "source": f"{source}, {row['where']}" if isinstance(row.get("where"), str) else source})
     return rows
 
 
@@ -339,6 +338,13 @@ def _erasure(spec: str, p: dict[str, Any], progress: bool):
 # --------------------------------------------------------------------------- Part IV
 
 
+def _t2i_data(p: dict[str, Any]) -> dict[str, str]:
+    """What a text-to-image measure's numbers rest on besides the model: the reference shares and the
+    perceived-gender annotator with its prompts."""
+    return {"reference shares": "published:winobias_bls_female_share",
+            "perceived-gender annotator": f"{p['annotator_spec']} (prompts: {len(p['gender_prompts'])} classes)"}
+
+
 def _occupational_bias(spec: str, p: dict[str, Any], progress: bool):
     """04b's VRBS and Spearman's ρ against the labour statistics, with bootstrap intervals, and the
     share of professions whose generated majority is further from parity than the statistics'
@@ -377,8 +383,7 @@ def _occupational_bias(spec: str, p: dict[str, Any], progress: bool):
         results.append(Result("professions amplified", "t2i", amplified / len(table), float(low), float(high),
                               interval=WILSON, n=len(table), unit="share of professions", order="ascending",
                               note="generated majority further from parity than the labour statistics'"))
-    return results, {"reference shares": "published:winobias_bls_female_share",
-                     "perceived-gender annotator": f"{p['annotator_spec']} (prompts: {len(p['gender_prompts'])} classes)"}
+    return results, _t2i_data(p)
 
 
 def _cads_change(spec: str, p: dict[str, Any], progress: bool):
@@ -409,8 +414,7 @@ def _cads_change(spec: str, p: dict[str, Any], progress: bool):
                     unit="VRBS with CADS minus plain sampling",
                     note=summary.get("note") or f"same jobs (profession, seed) with and without CADS; plain "
                                                 f"{summary['VRBS plain']:.3f}, CADS {summary['VRBS other']:.3f}")
-    return [result], {"reference shares": "published:winobias_bls_female_share",
-                      "perceived-gender annotator": f"{p['annotator_spec']} (prompts: {len(p['gender_prompts'])} classes)"}
+    return [result], _t2i_data(p)
 
 
 #: every measure the audit runs, by kind; a new measure is one entry here
@@ -614,24 +618,12 @@ def precompute_audit(specs: Sequence[str], profile: str = "demo", parts: Sequenc
     from .profiles import find_project_root
 
     root = Path(root) if root is not None else find_project_root()
-    try:
-        import ray
-    except ImportError as error:
-        raise precompute.PrecomputeError("audit --ray needs Ray: pip install the ray version pinned in "
-                                         "requirements.txt") from error
-    started_here = not ray.is_initialized()
-    if started_here:  # one Ray instance for every model, as precompute starts one for its run
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        ray.init(address=address or None, include_dashboard=False, log_to_driver=True)
     summaries = {}
-    try:
+    with precompute.ray_session(address, write, needed_by="audit --ray"):  # one Ray instance for every model
         for spec in specs:
             notebooks, assignments = precompute_assignments(spec, applicable(spec, model_kind(spec), parts), root)
             write(f"[audit] {spec}: the heavy stages of {', '.join(notebooks)} on Ray")
             summaries[spec] = precompute.precompute(profile, notebooks, root, assignments, write=write)
-    finally:
-        if started_here:
-            ray.shutdown()
     return summaries
 
 

@@ -20,6 +20,7 @@ notebooks and ``make book`` never need it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -358,6 +359,29 @@ def describe(work: Work) -> str:
     return "\n".join(lines)
 
 
+@contextlib.contextmanager
+def ray_session(address: str | None = None, write: Callable[[str], None] = print, needed_by: str = "precompute"):
+    """Ray for the block: the cluster at ``address``, else the instance this process already started,
+    else a local one, stopped when the block ends (an instance that was running before is left
+    running). Without Ray installed, one error that says how to install it."""
+    try:
+        import ray
+    except ImportError as error:
+        raise PrecomputeError(f"{needed_by} needs Ray: pip install the ray version pinned in requirements.txt") from error
+    started_here = not ray.is_initialized()
+    if started_here:
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # an offline book: nothing reported anywhere
+        # a cluster's nodes read the same folders; a local instance gets this machine's CPUs and GPUs
+        ray.init(address=address or None, include_dashboard=False, log_to_driver=True)
+    elif address:
+        write(f"[{needed_by}] already connected to Ray: --ray is ignored")
+    try:
+        yield ray
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
 def precompute(profile: str = "full", only: Iterable[str] = (), project_dir: Path | None = None,
                assignments: Iterable[str] = (), address: str | None = None, workers: int | None = None,
                threads: int | None = None, gpu_fraction: float = DEFAULT_GPU_FRACTION,
@@ -377,23 +401,8 @@ def precompute(profile: str = "full", only: Iterable[str] = (), project_dir: Pat
     write(f"[precompute] {len(work.stages)} stage(s), {len(work.units)} chunk(s) to run:\n{describe(work)}")
     if not work.units:
         return {"units": 0, "computed": 0, "failures": {}, "seconds": 0.0, "processes": []}
-    try:
-        import ray
-    except ImportError as error:
-        raise PrecomputeError("precompute needs Ray: pip install the ray version pinned in requirements.txt") from error
-    profile_env = run.env
-    started_here = not ray.is_initialized()
-    if started_here:
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # an offline book: nothing reported anywhere
-        # a cluster's nodes read the same folders; a local instance gets this machine's CPUs and GPUs
-        ray.init(address=address, include_dashboard=False, log_to_driver=True)
-    elif address:
-        write("[precompute] already connected to Ray: --ray is ignored")
-    try:
-        summary = execute(work, workers, threads, gpu_fraction, profile_env, write, progress_every_s)
-    finally:
-        if started_here:
-            ray.shutdown()
+    with ray_session(address, write):
+        summary = execute(work, workers, threads, gpu_fraction, run.env, write, progress_every_s)
     for label, error in summary["failures"].items():
         write(f"[precompute] FAILED {label}: {error.splitlines()[0]}")
     write(f"[precompute] {summary['units']} chunk(s) in {_duration(summary['seconds'])}; "
