@@ -326,9 +326,10 @@ def _erasure(spec: str, p: dict[str, Any], progress: bool):
     measured = harms.erasure_from_texts(stories, p["population_reference"], p["confidence"], rule=p["gender_rule"])
     share = f"Wilson {int(round(p['confidence'] * 100))}%"
     women = measured[measured["group"] == "female"]
-    results = [Result("erasure index of women (share of female protagonists minus the population's)", "harms",
+    results = [Result("erasure index of women", "harms",
                       row["erasure_index"], row["index_low"], row["index_high"], group=str(row["scenario"]),
-                      interval=share, n=int(row["n_detected"]), unit="share difference", order="absolute",
+                      interval=share, n=int(row["n_detected"]), order="absolute",
+                      unit="share of female protagonists minus the population's",
                       note=f"{int(row['n_undetermined'])} stories without a detected protagonist gender")
                for row in women.to_dict("records")]
     return results, {"stories": f"{len(stories)} stories, {len(p['scenarios'])} scenarios, seed {p['seed']}",

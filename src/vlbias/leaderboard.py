@@ -193,7 +193,9 @@ def board_sentences(board: pd.DataFrame, labels: dict[str, str] | None = None) -
             first = shown.iloc[0]
             name = labels.get(first["spec"], first["spec"])
             if len(shown) == 1:
-                lines.append(f"**{measure}**: only {name} ({kind}) is on the board.")
+                line = f"**{measure}**: only {name} ({kind}) is on the board."
+                if line not in lines:  # once per measure, not once per group
+                    lines.append(line)
                 continue
             second = shown.iloc[1]
             beyond = first["separated"]
@@ -286,8 +288,10 @@ def forest_grid(board: pd.DataFrame, measures: list[str], labels: dict[str, str]
     for measure in measures:
         family, setting = _family(measure)
         rows = board[(board["measure"] == measure) & board["rank"].notna()]
-        for kind, shown in rows.groupby("kind", sort=False):
-            names = [labels.get(spec, spec) + (f" ({setting})" if setting else "") for spec in shown.sort_values("rank")["spec"]]
+        for (kind, _), shown in rows.groupby(["kind", "group"], sort=False):
+            ordered = shown.sort_values("rank")
+            names = [labels.get(spec, spec) + (f" ({setting or group})" if setting or group else "")
+                     for spec, group in zip(ordered["spec"], ordered["group"])]
             families.setdefault((family, kind), []).append(shown.sort_values("rank").assign(name=names))
     if not families:
         raise ValueError(f"forest_grid: none of {measures} has ranked rows on the board")
