@@ -15,9 +15,11 @@ heavy stages run first on Ray, through precompute's executor (:func:`precompute_
 
 What is audited today: image-text models (dual encoders and pairwise matchers) on Part I's
 markedness (with race and gender together), self-similarity and the text encoder's WEAT (dual
-encoders) and Part II's ColorFoil (with McNemar's test against 02b's first model); text-to-image pipelines on Part IV's VRBS, Spearman's ρ,
-amplification and CADS's paired change; language models on Part III's occupational stereotyping (the amplification slope)
-and erasure (causal models).
+encoders) and Part II's ColorFoil (with McNemar's test against 02b's first model); text-to-image
+pipelines on Part IV's VRBS, Spearman's ρ, amplification, and the paired changes of guidance
+(against none) and CADS; language models on Part III's occupational stereotyping (the amplification
+slope), erasure (causal models) and WEAT on their own sentence representations (SEAT, where the
+backend gives hidden states).
 """
 
 from __future__ import annotations
@@ -66,17 +68,18 @@ class AuditMeasure:
 
 def _published_rows(table: str, source: str, measures: dict[str, Callable[[dict], str | None]],
                     model: Callable[[dict], str], scale: float | Callable[[dict], float] = 1.0,
-                    keep: Callable[[dict], bool] = lambda row: True):
+                    keep: Callable[[dict], bool] = lambda row: True, group: Callable[[dict], str] | None = None):
     """Reference rows from a shipped published table (``resources/published/<table>.csv``): each row
     whose ``measure`` is a key of ``measures`` becomes the card measure that function names (None:
-    left out), with its value times ``scale`` (a number, or a function of the row), its ``model`` and the source with where it is stated."""
+    left out), with its value times ``scale`` (a number, or a function of the row), its ``model``, its
+    group (the table's ``group``, or ``group(row)``) and the source with where it is stated."""
     from .book import published
 
-    rows = []
+    rows, group_of = [], group
     for row in published(table).to_dict("records"):
         name = measures[row["measure"]](row) if row["measure"] in measures and keep(row) else None
         if name is not None:
-            group = row.get("group")
+            group = group_of(row) if group_of else row.get("group")
             rows.append({"measure": name, "model": model(row), "estimate": float(row["value"]) * (scale(row) if callable(scale) else scale),
                          "group": None if group is None or group != group else str(group),
                          "source": f"{source}, {row['where']}" if isinstance(row.get("where"), str) else source})
@@ -336,6 +339,62 @@ def _erasure(spec: str, p: dict[str, Any], progress: bool):
                      "population reference": ", ".join(f"{k} {v:g}" for k, v in p["population_reference"].items())}
 
 
+def _language_model_seat(spec: str, p: dict[str, Any], progress: bool):
+    """03b's ten Caliskan tests on the language model's own sentence representations (SEAT, May et al.
+    2019: each word in 03b's bleached templates, the last layer's hidden state of the first token of a
+    masked model and the last of a causal one): effect size d per test with 03b's percentile bootstrap
+    interval over words and its permutation p-value (03b's permutations), Holm-adjusted over the tests."""
+    from .harms import measures as harms
+    from .harms.controls import weat_bootstrap
+    from .stats import with_holm
+    from .weat import SEAT_TEMPLATES, caliskan_tests, run_weat_battery, seat_sentences, sentence_embedder
+
+    model = _loaded("language", spec, p["device"], None)
+    tests = caliskan_tests()
+    sentences = list(dict.fromkeys(sentence for test in tests for key in "XYAB"
+                                   for sentence in seat_sentences(test[key], SEAT_TEMPLATES)))
+    try:
+        vectors = harms.cached_sentence_embeddings(model, sentences, batch_size=SEAT_BATCH_SIZE, progress=progress)
+    except NotImplementedError as reason:
+        raise NotApplicable(f"{spec} gives no sentence embeddings: {reason}") from reason
+    row_of = {sentence: i for i, sentence in enumerate(sentences)}  # every test's sentences, embedded once
+
+    def encode(texts, progress=False):
+        return vectors[[row_of[text] for text in texts]]
+
+    table = with_holm(run_weat_battery(sentence_embedder(encode, SEAT_TEMPLATES), tests, p["n_permutations"],
+                                       p["max_exact"], p["seed"], name=f"{spec} (SEAT)"))
+    results = []
+    for test, row in zip(tests, table.to_dict("records")):
+        # 03b's interval over words: a word's template sentences are drawn together
+        interval = weat_bootstrap(*(encode(seat_sentences(test[key], SEAT_TEMPLATES)) for key in "XYAB"),
+                                  n_bootstrap=p["n_bootstrap"], seed=p["seed"], per_word=len(SEAT_TEMPLATES))
+        results.append(Result(LANGUAGE_SEAT, "harms", row["effect_size"], interval.low, interval.high,
+                              group=f"{row['test']}: {row['targets']} / {row['attributes']}",
+                              interval="percentile bootstrap over words 95%", n=int(row["n_X"] + row["n_Y"]),
+                              unit="Cohen's d", order="absolute",
+                              note=f"permutation p = {row['p_value']:.4f}, Holm-adjusted {row['p_holm']:.4f}; "
+                                   f"{len(SEAT_TEMPLATES)} sentences a word"))
+    return results, {"SEAT sentences": f"vlbias.weat: Caliskan et al. (2017)'s ten tests in {len(SEAT_TEMPLATES)} "
+                                       f"templates, {len(sentences)} sentences"}
+
+
+#: the card's name of the language model's SEAT effect sizes
+LANGUAGE_SEAT = "SEAT effect size (the model's last hidden state)"
+#: sentences a forward pass (03b has no batch size; SEAT's sentences are a few tokens each)
+SEAT_BATCH_SIZE = 64
+
+
+def _seat_reference():
+    from .weat import caliskan_tests
+
+    names = {test["id"]: f"{test['id']}: {test['X_name']} vs {test['Y_name']} / {test['A_name']} vs {test['B_name']}"
+             for test in caliskan_tests()}  # as run_weat_battery names a test's targets and attributes
+    return _published_rows("weat_caliskan2017_glove", "Caliskan et al. (2017), published Table 1 (word vectors)",
+                           {"effect_size": lambda row: LANGUAGE_SEAT}, model=lambda row: "GloVe 840B",
+                           group=lambda row: names[row["test"]])
+
+
 # --------------------------------------------------------------------------- Part IV
 
 
@@ -346,25 +405,64 @@ def _t2i_data(p: dict[str, Any]) -> dict[str, str]:
             "perceived-gender annotator": f"{p['annotator_spec']} (prompts: {len(p['gender_prompts'])} classes)"}
 
 
-def _occupational_bias(spec: str, p: dict[str, Any], progress: bool):
-    """04b's VRBS and Spearman's ρ against the labour statistics, with bootstrap intervals, and the
-    share of professions whose generated majority is further from parity than the statistics'
-    (amplified), from the images 04a and 04b draw (the same folder: a book run's images are reused)."""
-    from .stats import wilson_interval
-    from .t2i import annotation, bias as t2i_bias, runs as t2i_runs
+def _labelled_study_run(spec: str, p: dict[str, Any], guidance_scale: float, progress: bool):
+    """04b's study jobs drawn by ``spec`` at ``guidance_scale`` (04b's own scale: 04a's and 04b's folder,
+    whose images a book run left; another scale: a folder of its own beside it) and labelled by 04b's
+    annotator: the manifest with a ``perceived`` column."""
+    from .t2i import annotation, runs as t2i_runs
     from .t2i.generation import generate_to_disk, run_directory
 
     jobs = t2i_runs.study_jobs(p["prompt_template"], p["images_per_profession"], seed=p["seed"],
                                include_source_cases=p["include_source_cases"])
-    run_dir = run_directory(p["output_dir"], spec, t2i_runs.PLAIN_FOLDER)
+    folder = t2i_runs.PLAIN_FOLDER if guidance_scale == p["guidance_scale"] else f"guidance {guidance_scale:g}"
+    run_dir = run_directory(p["output_dir"], spec, folder)
     manifest = generate_to_disk(_loaded("text-to-image", spec, p["device"], p["half"]), jobs, run_dir,
                                 batch_size=p["batch_size"], num_inference_steps=p["num_inference_steps"],
-                                guidance_scale=p["guidance_scale"], height=p["height"], width=p["width"],
+                                guidance_scale=guidance_scale, height=p["height"], width=p["width"],
                                 progress=progress)
     annotator = _loaded("image-text", p["annotator_spec"], p["device"], p["annotator_half"])
     manifest["perceived"] = annotation.label_image_files(annotator, [run_dir / f for f in manifest.file],
                                                           p["gender_prompts"], batch_size=p["annotation_batch_size"],
                                                           progress=progress)
+    return manifest
+
+
+#: the guidance scale that is no guidance (classifier-free guidance's conditional prediction alone)
+NO_GUIDANCE = 1.0
+
+
+def _guidance_change(spec: str, p: dict[str, Any], progress: bool):
+    """Classifier-free guidance's paired change: VRBS at 04b's guidance scale minus VRBS without
+    guidance (scale 1), on the same jobs (profession, seed), with 04c's paired bootstrap interval
+    (image pairs resampled within each profession): how far guidance moves this model's shares from or
+    towards the labour statistics' (04e's guidance grid shows it on a world whose shares are known)."""
+    from .t2i import bias as t2i_bias
+    from .t2i.controls import paired_bias_comparison
+
+    if float(p["guidance_scale"]) <= NO_GUIDANCE:
+        raise NotApplicable(f"04b samples without guidance (guidance_scale {p['guidance_scale']:g}): there is no "
+                            "guided run to compare")
+    guided = _labelled_study_run(spec, p, p["guidance_scale"], progress)
+    unguided = _labelled_study_run(spec, p, NO_GUIDANCE, progress)
+    summary, _ = paired_bias_comparison(unguided, guided, t2i_bias.reference_shares(), n_boot=p["n_boot"],
+                                        seed=p["seed"])
+    result = Result(f"VRBS change under guidance (scale {p['guidance_scale']:g} vs 1)", "t2i", summary["VRBS change"],
+                    summary["change low"], summary["change high"], interval="paired bootstrap 95%",
+                    n=int(summary["professions"]), unit="VRBS with guidance minus without",
+                    note=summary.get("note") or f"same jobs (profession, seed) at guidance {p['guidance_scale']:g} "
+                                                f"and 1; without {summary['VRBS plain']:.3f}, with "
+                                                f"{summary['VRBS other']:.3f}")
+    return [result], _t2i_data(p)
+
+
+def _occupational_bias(spec: str, p: dict[str, Any], progress: bool):
+    """04b's VRBS and Spearman's ρ against the labour statistics, with bootstrap intervals, and the
+    share of professions whose generated majority is further from parity than the statistics'
+    (amplified), from the images 04a and 04b draw (the same folder: a book run's images are reused)."""
+    from .stats import wilson_interval
+    from .t2i import bias as t2i_bias
+
+    manifest = _labelled_study_run(spec, p, p["guidance_scale"], progress)
     reference = t2i_bias.reference_shares()
     scored = manifest[manifest.profession.isin(reference.index)]
     scores = t2i_bias.bootstrap_bias_scores(scored, reference, n_boot=p["n_boot"], seed=p["seed"])
@@ -442,10 +540,19 @@ MEASURES: tuple[AuditMeasure, ...] = (
                  "The erasure index counts protagonists whose gender gendered words reveal, in a few seeded stories "
                  "per scenario: it is binary by construction and says nothing of who else the stories leave out.",
                  model_parameters=("lm_spec",)),
+    AuditMeasure("language-model SEAT", "harms", "language", "03b_weat", _language_model_seat,
+                 "SEAT places a word in a few bleached sentences and reads one hidden state per sentence: it says "
+                 "how the model's representations of those sentences sit, not what the model writes, and effect "
+                 "sizes on sentence units are not comparable with the published word-vector d beside them.",
+                 _seat_reference),
     AuditMeasure("occupational bias", "t2i", "text-to-image", "04b_annotation_and_metrics", _occupational_bias,
                  "VRBS and rho compare perceived gender, as a zero-shot annotator labels it, with US labour "
                  "statistics for one prompt per profession: the annotator's errors enter the scores, and matching "
                  "the statistics is not the same as being fair.", _occupational_reference, ("t2i_spec",)),
+    AuditMeasure("guidance change", "t2i", "text-to-image", "04b_annotation_and_metrics", _guidance_change,
+                 "Guidance's change is VRBS at one guidance scale minus VRBS without guidance, on the same seeds: it "
+                 "says how far guidance moves this model's perceived shares from the labour statistics', not how "
+                 "faithful or good the images are.", model_parameters=("t2i_spec",)),
     AuditMeasure("CADS change", "t2i", "text-to-image", "04c_cads", _cads_change,
                  "CADS's change is measured at one noise scale and schedule, on the same seeds, by the same zero-shot "
                  "annotator: it says how CADS moves the perceived shares of this model, not whether the images stay "
@@ -660,7 +767,8 @@ def card_findings(card: Card) -> list:
     (:mod:`vlbias.findings`): the default groups left unmarked more often (Part I), captions told from
     their colour foils above chance (Part II), generated shares that rise with the labour statistics
     (Part IV), pronoun shares that rise with, and exaggerate, the labour statistics' (Part III, beside the
-    chapter's simulated slope). A card with none of these results gets one "cannot test" row saying why."""
+    chapter's simulated slope), and the ten WEAT associations in a language model's sentence
+    representations (Part III; a test below 0 contradicts, one whose interval spans 0 leaves it open). A card with none of these results gets one "cannot test" row saying why."""
     from .findings import Finding, difference_verdict
 
     results = {(result.measure, result.group or ""): result for result in card.results}
@@ -720,6 +828,19 @@ def card_findings(card: Card) -> list:
         found += harms_findings.stereotyping_findings(
             {"slope": result.estimate, "slope_low": result.ci_low, "slope_high": result.ci_high}, chapter_slope,
             card.model["spec"])
+    seat = [r for r in card.results if r.measure == LANGUAGE_SEAT and r.ci_low is not None and r.ci_high is not None]
+    if seat:
+        above = [r for r in seat if r.ci_low > 0]
+        below = [r for r in seat if r.ci_high < 0]
+        reference = [row["estimate"] for row in card.reference if row["measure"] == LANGUAGE_SEAT]
+        found.append(Finding(
+            "The ten WEAT associations (Caliskan et al. 2017) hold in the model's sentence representations "
+            "(each d > 0 beyond its interval)",
+            f"GloVe 840B word vectors: all {len(reference)}, d from {min(reference):.2f} to {max(reference):.2f}"
+            if reference else "not published",
+            f"{len(above)} of {len(seat)} tests above 0"
+            + (f"; {len(below)} below 0 ({', '.join(r.group.split(':')[0] for r in below)})" if below else ""),
+            "contradicts" if below else "supports" if len(above) == len(seat) else "cannot tell"))
     if not found:
         measured = ", ".join(sorted({result.measure for result in card.results})) or "no results"
         found.append(Finding("the papers' directional claims", "", f"this card has {measured}", "cannot test"))

@@ -16,7 +16,7 @@ NOTEBOOKS: dict[str, NotebookDeclaration] = {}
 
 #: the notebooks whose parameters, functions and caches the audit's measures use (vlbias.audit.MEASURES)
 AUDITED_NOTEBOOKS = ("01a_self_similarity", "01b_markedness", "02b_colorfoil_evaluation", "03a_stereotyping",
-                     "03c_erasure", "04b_annotation_and_metrics", "04c_cads")
+                     "03b_weat", "03c_erasure", "04b_annotation_and_metrics", "04c_cads")
 
 register(
     NOTEBOOKS,

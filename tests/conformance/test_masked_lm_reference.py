@@ -62,3 +62,26 @@ def test_slot_scoring_equals_the_fill_mask_pipeline(bert_dir):
     top = fill_mask(CONTEXTS[0].replace("{slot}", "[MASK]"), top_k=5)
     distribution = np.exp(ours.slot_logprobs(CONTEXTS[:1], progress=False)[0])
     np.testing.assert_allclose(distribution[[answer["token"] for answer in top]], [a["score"] for a in top], rtol=1e-4)
+
+
+def test_sentence_embeddings_are_the_cls_tokens_last_hidden_state(bert_dir):
+    """SEAT's representation of a sentence for BERT (May et al., 2019): the last layer's hidden state of
+    [CLS]. Reference: the masked-LM checkpoint through transformers' own BertModel, one sentence at a
+    time (no padding), its ``last_hidden_state`` at position 0, which the tokenizer fills with [CLS]."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from vlbias.models import load_language_model
+
+    texts = ["This is Adam.", "Here is a much longer sentence about the family and the career.", "That is failure."]
+    tokenizer, reference = AutoTokenizer.from_pretrained(bert_dir), AutoModel.from_pretrained(bert_dir).eval()
+    with torch.inference_mode():
+        want = []
+        for text in texts:
+            encoded = tokenizer(text, return_tensors="pt")
+            assert encoded["input_ids"][0, 0] == tokenizer.cls_token_id
+            want.append(reference(**encoded).last_hidden_state[0, 0].numpy())
+    ours = load_language_model(str(bert_dir), device="cpu", half=False)
+    got = ours.sentence_embeddings(texts, batch_size=3, progress=False)  # one padded batch
+    assert got.shape == (3, 768)
+    np.testing.assert_allclose(got, np.stack(want), atol=1e-4)
+    assert np.abs(np.stack(want)[0] - np.stack(want)[2]).max() > 0.01  # sentences apart: the check can fail

@@ -5,6 +5,8 @@ failed measure that leaves the rest of the card standing."""
 import json
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from vlbias import audit
@@ -199,6 +201,9 @@ def test_each_measure_gives_the_papers_published_numbers_as_reference_rows_named
                    ("Spearman's rho against labour statistics", "SD 1.4"): 0.72}  # plain sampling only
     assert all("published" in r["source"] for group in rows.values() for r in group)
     assert {r["measure"] for r in rows["self-similarity"]} == {"self-similarity (race)", "self-similarity (gender)"}
+    # SEAT's rows: Caliskan et al.'s word-vector d, one per test, in the groups the card's rows carry
+    seat = {r["group"]: r["estimate"] for r in rows["language-model SEAT"]}
+    assert len(seat) == 10 and seat["WEAT6: Male names vs Female names / Career vs Family"] == pytest.approx(1.81)
 
 
 def test_a_cards_findings_take_their_verdicts_from_its_intervals():
@@ -284,7 +289,7 @@ def test_a_measure_that_does_not_apply_is_a_limit_of_the_card_not_a_failure(tmp_
     assert card.limits == ["text-only measure: not measured: tiny:clip is a pairwise model"]
 
 
-def test_a_language_models_card_has_its_stereotyping_slope_as_03a_computes_it(tmp_path):
+def test_a_language_models_card_has_its_stereotyping_slope_as_03a_computes_it(tmp_path, monkeypatch):
     """Part III's measure: the amplification slope of the model's P(she | she or he) on the labour
     statistics' female share over the 40 WinoBias occupations, with 03a's templates and scoring, equal
     to a least-squares fit (scipy) of the same shares."""
@@ -295,6 +300,7 @@ def test_a_language_models_card_has_its_stereotyping_slope_as_03a_computes_it(tm
     from vlbias.models import load_language_model
     from vlbias.profiles import notebook_parameters, plan_run
 
+    monkeypatch.setattr(audit, "MEASURES", tuple(m for m in audit.MEASURES if m.name == "occupational stereotyping"))
     card, _ = audit.audit_model("tiny:causal-lm", "demo", root=ROOT, out_dir=tmp_path, progress=False)
     assert card.model["kind"] == "language" and not card.failures, card.failures
     frame = card.results_frame().set_index("measure")
@@ -350,8 +356,11 @@ def test_a_colorfoil_card_compares_the_model_with_the_reference_pair_by_pair(tmp
     assert row.ci_low <= row.estimate <= row.ci_high
 
 
-def test_a_causal_language_models_card_has_03cs_erasure_per_scenario_and_a_masked_ones_says_it_does_not_apply(tmp_path):
+def test_a_causal_language_models_card_has_03cs_erasure_per_scenario_and_a_masked_ones_says_it_does_not_apply(
+        tmp_path, monkeypatch):
     from vlbias.profiles import notebook_parameters, plan_run
+
+    monkeypatch.setattr(audit, "MEASURES", tuple(m for m in audit.MEASURES if m.name == "erasure"))
 
     card, _ = audit.audit_model("tiny:causal-lm", "demo", root=ROOT, out_dir=tmp_path, progress=False)
     assert not card.failures, card.failures
@@ -391,3 +400,99 @@ def test_the_demo_language_models_erasure_is_the_share_of_women_among_its_storie
             assert (rows[scenario].ci_low, rows[scenario].ci_high) == pytest.approx((low - 0.51, high - 0.51))
             checked += 1
     assert checked >= 3  # SmolLM2's stories name their protagonists' gender in most scenarios
+
+
+def test_a_language_models_seat_is_the_effect_size_of_its_own_hidden_states(tmp_path, monkeypatch):
+    """Part III's WEAT where the model gives embeddings: each Caliskan test in 03b's SEAT templates, one
+    sentence a unit, on the last hidden state of a causal model's last token (a masked model's first).
+    WEAT 7's d equals the effect size computed here with numpy from the model's representations of
+    each sentence alone (no batch, no padding, no cache), and a backend without hidden states is a
+    limit of the card, not a failure."""
+    from vlbias.harms.measures import cached_sentence_embeddings
+    from vlbias.models import load_language_model
+    from vlbias.weat import SEAT_TEMPLATES, caliskan_tests, seat_sentences
+
+    monkeypatch.setattr(audit, "MEASURES", tuple(m for m in audit.MEASURES if m.name == "language-model SEAT"))
+    card, _ = audit.audit_model("tiny:causal-lm", "demo", root=ROOT, out_dir=tmp_path, progress=False)
+    assert not card.failures, card.failures
+    rows = {r.group: r for r in card.results if r.measure == audit.LANGUAGE_SEAT}
+    assert len(rows) == 10 and {r.order for r in rows.values()} == {"absolute"}
+    test = next(t for t in caliskan_tests() if t["id"] == "WEAT7")
+    row = rows[f"WEAT7: {test['X_name']} vs {test['Y_name']} / {test['A_name']} vs {test['B_name']}"]
+    model = load_language_model("tiny:causal-lm")
+    vectors = {key: np.stack([model.sentence_embeddings([text], batch_size=1, progress=False)[0]
+                              for text in seat_sentences(test[key], SEAT_TEMPLATES)]) for key in "XYAB"}
+    unit = {key: value / np.linalg.norm(value, axis=1, keepdims=True) for key, value in vectors.items()}
+    s = {key: (unit[key] @ unit["A"].T).mean(1) - (unit[key] @ unit["B"].T).mean(1) for key in "XY"}
+    d = (s["X"].mean() - s["Y"].mean()) / np.concatenate([s["X"], s["Y"]]).std(ddof=1)
+    assert row.estimate == pytest.approx(d, abs=1e-4) and row.n == 2 * 8 * len(SEAT_TEMPLATES)
+    assert abs(d) > 0.05 and "permutation p = " in row.note  # the representations differ: the check can fail
+    assert row.ci_low < row.estimate < row.ci_high and row.interval == "percentile bootstrap over words 95%"
+    # the card's finding: the ten associations, judged by the ten intervals
+    finding = next(f for f in audit.card_findings(card) if f.claim.startswith("The ten WEAT associations"))
+    above = sum(r.ci_low > 0 for r in rows.values())
+    below = sum(r.ci_high < 0 for r in rows.values())
+    assert finding.ours.startswith(f"{above} of 10 tests above 0")
+    assert finding.verdict == ("contradicts" if below else "supports" if above == 10 else "cannot tell")
+    assert finding.published == "GloVe 840B word vectors: all 10, d from 1.06 to 1.81"
+    # batched and padded equals one at a time, and the cache returns what was computed
+    texts = [*seat_sentences(test["X"][:3], SEAT_TEMPLATES[:2]), "A much longer sentence than the others, to pad."]
+    one_by_one = np.stack([model.sentence_embeddings([t], progress=False)[0] for t in texts])
+    np.testing.assert_allclose(model.sentence_embeddings(texts, batch_size=4, progress=False), one_by_one, atol=1e-5)
+    np.testing.assert_allclose(cached_sentence_embeddings(model, texts, batch_size=4, progress=False), one_by_one,
+                               atol=1e-5)
+
+    def no_hidden_states(self, texts, batch_size=16, progress=True):
+        raise NotImplementedError("this backend has no hidden states")
+
+    from vlbias.models.language import HFLanguageModel
+
+    monkeypatch.setattr(HFLanguageModel, "sentence_embeddings", no_hidden_states)
+    plain, _ = audit.audit_model("tiny:mlm", "demo", root=ROOT, out_dir=tmp_path, progress=False)
+    assert plain.failures == [] and plain.results == []
+    assert plain.limits[0].startswith("language-model SEAT: not measured: tiny:mlm gives no sentence embeddings")
+
+
+def test_guidances_change_is_vrbs_with_guidance_minus_without_on_the_same_jobs(tmp_path, monkeypatch):
+    """A text-to-image card's guidance change: 04b's guidance scale against scale 1 on the same jobs.
+    Planted: with guidance every profession's images are female at exactly the labour statistics'
+    share (10 images a profession, shares rounded to tenths), without guidance half of them, so VRBS
+    is 1 - mean |share - reference| by hand for each run, and the change is their difference. A
+    profile that samples without guidance gets a limit, not a failure."""
+    from vlbias.t2i.bias import reference_shares
+
+    reference = reference_shares()
+    tenths = (reference * 10).round().astype(int)
+
+    def manifest(female_count):
+        return pd.DataFrame([{"profession": name, "seed": seed, "perceived": "female" if seed < female_count(name) else "male"}
+                             for name in reference.index for seed in range(10)])
+
+    runs = {3.0: manifest(lambda name: tenths[name]), 1.0: manifest(lambda name: 5)}
+    asked = []
+
+    def planted_run(spec, p, guidance_scale, progress):
+        asked.append(guidance_scale)
+        return runs[guidance_scale]
+
+    monkeypatch.setattr(audit, "_labelled_study_run", planted_run)
+    monkeypatch.setattr(audit, "MEASURES", tuple(m for m in audit.MEASURES if m.name == "guidance change"))
+    card, _ = audit.audit_model("tiny:sd", "demo", root=ROOT, out_dir=tmp_path, progress=False)
+    assert not card.failures, card.failures
+    assert sorted(asked) == [1.0, 3.0]  # the demo's 04b guides at 3
+    [row] = card.results
+    with_guidance = 1 - np.mean(np.abs(tenths / 10 - reference))
+    without = 1 - np.mean(np.abs(0.5 - reference))
+    assert row.measure == "VRBS change under guidance (scale 3 vs 1)"
+    assert row.estimate == pytest.approx(with_guidance - without) and row.n == len(reference)
+    assert row.ci_low <= row.estimate <= row.ci_high and f"without {without:.3f}, with {with_guidance:.3f}" in row.note
+
+    from vlbias import profiles
+
+    real = profiles.notebook_parameters
+    monkeypatch.setattr(profiles, "notebook_parameters",
+                        lambda *args, **kwargs: {**real(*args, **kwargs), "guidance_scale": 1.0})
+    plain, _ = audit.audit_model("tiny:sd", "demo", root=ROOT, out_dir=tmp_path, progress=False)
+    assert plain.failures == [] and plain.results == []
+    assert plain.limits == ["guidance change: not measured: 04b samples without guidance (guidance_scale 1): there is "
+                            "no guided run to compare"]

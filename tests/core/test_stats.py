@@ -109,3 +109,14 @@ def test_with_holm_adjusts_within_each_set_of_embeddings():
     np.testing.assert_allclose(out["p_holm"], [0.02, 0.04, 0.06, 0.5])
     assert out["p < 0.05"].tolist() == [True, True, True, False]
     assert out["p_holm < 0.05"].tolist() == [True, True, False, False]
+
+
+def test_the_standard_bootstrap_interval_is_the_estimate_plus_minus_z_standard_deviations_within_bounds():
+    from vlbias.stats import standard_interval
+
+    half = 1.959963984540054 * np.sqrt(2.5)  # z(0.975) times the sample sd of 0..4
+    assert standard_interval([0, 1, 2, 3, 4], 2.0) == pytest.approx((2 - half, 2 + half))
+    assert standard_interval([0, 1, 2, 3, 4, np.nan], 0.5, bounds=(0.0, 1.0)) == pytest.approx((0.0, 1.0))
+    assert standard_interval([0, 1, 2, 3, 4], 2.0, confidence=0.5) == pytest.approx((2 - 0.6744897501960817 * np.sqrt(2.5),
+                                                                                   2 + 0.6744897501960817 * np.sqrt(2.5)))
+    assert all(np.isnan(standard_interval([1.0], 1.0)))

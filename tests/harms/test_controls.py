@@ -33,6 +33,30 @@ def test_bootstrap_equals_a_word_by_word_loop_with_the_same_draws():
     np.testing.assert_allclose([result.low, result.high], np.quantile(loop, [0.025, 0.975]), rtol=1e-10)
 
 
+def test_a_words_sentences_are_drawn_together_as_in_a_loop_over_words():
+    """SEAT's units (``per_word`` sentences a word): each resample draws words, and a drawn word brings
+    all its sentences; the interval equals a loop over the same word draws, d computed on the drawn
+    sentences. Sentences of one word that barely differ make the interval over words wider than a
+    bootstrap that treats each sentence as independent (the per_word=1 interval on the same rows)."""
+    rng = np.random.default_rng(3)
+    words = planted(4, n=6)
+    per = 4
+    # each word in 4 sentences: the word's vector plus a little sentence noise, rows word by word
+    X, Y, A, B = (np.repeat(w, per, axis=0) + 0.05 * rng.normal(size=(len(w) * per, w.shape[1])) for w in words)
+    result = weat_bootstrap(X, Y, A, B, n_bootstrap=300, resample="all", seed=5, per_word=per)
+    draws = np.random.default_rng(5)
+    picks = [draws.integers(0, 6, (300, 6)) for _ in "XYAB"]
+    rows = lambda words: (words[:, None] * per + np.arange(per)).ravel()  # noqa: E731
+    loop = [weat_effect_size(X[rows(picks[0][b])], Y[rows(picks[1][b])], A[rows(picks[2][b])], B[rows(picks[3][b])])
+            for b in range(300)]
+    assert result.effect_size == pytest.approx(weat_effect_size(X, Y, A, B))
+    np.testing.assert_allclose([result.low, result.high], np.quantile(loop, [0.025, 0.975]), rtol=1e-10)
+    as_if_independent = weat_bootstrap(X, Y, A, B, n_bootstrap=300, resample="all", seed=5)
+    assert result.high - result.low > 1.5 * (as_if_independent.high - as_if_independent.low)
+    with pytest.raises(ValueError, match="per_word must be a whole divisor"):
+        weat_bootstrap(X, Y, A, B, per_word=5)
+
+
 def test_target_bootstrap_agrees_with_scipy():
     X, Y, A, B = planted(1)
     ours = weat_bootstrap(X, Y, A, B, n_bootstrap=20_000, resample="targets", seed=0)

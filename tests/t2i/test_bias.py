@@ -203,8 +203,11 @@ def test_paired_bootstrap_of_a_change_keeps_the_seeds_paired():
     expected = vrbs(table_b["generated share"], table_b["reference share"]) - vrbs(table_a["generated share"], table_a["reference share"])
     assert change.loc["VRBS", "change"] == pytest.approx(expected) == pytest.approx(0.1 / 4)
     low, high = change.loc["VRBS", ["ci_low", "ci_high"]]
-    # in every replicate b differs from a only where the flipped seed was drawn: never a loss
-    assert 0 <= low <= expected <= high
+    # VRBS's change gets the standard interval (as VRBS alone): symmetric about the estimate, so it holds
+    # it; in every replicate b differs from a only where the flipped seed was drawn (never a loss), and
+    # the interval's width is that resampling's: 2 z sd of changes between 0 and 0.1 / 4 per draw
+    assert low < expected < high and (low + high) / 2 == pytest.approx(expected)
+    assert 0 < high - low < 2 * 1.96 * 0.1 / 4
     independent = bootstrap_bias_scores(a, reference, n_boot=500, seed=1).loc["VRBS"]
     assert high - low < (independent.ci_high - independent.ci_low) / 2  # pairing removes the shared noise
 

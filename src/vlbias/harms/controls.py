@@ -41,29 +41,39 @@ def _cosines(X, Y, A, B) -> tuple[np.ndarray, np.ndarray]:
 
 
 def weat_bootstrap(X, Y, A, B, n_bootstrap: int = 2000, confidence: float = 0.95, resample: str = "all",
-                   seed: int | None = 0) -> WeatInterval:
+                   seed: int | None = 0, per_word: int = 1) -> WeatInterval:
     """Percentile bootstrap interval of the WEAT effect size over words.
 
     Each resample draws the words of X and Y (and, with ``resample="all"``, of A and B) with
     replacement within their own set and recomputes d. Draws, in this order per call:
-    ``rng.integers(0, |S|, (n_bootstrap, |S|))`` for S = X, Y, then A, B. A resample in which every
-    target has the same score has no d; it is left out and counted in ``n_undefined``.
+    ``rng.integers(0, n_S, (n_bootstrap, n_S))`` for S = X, Y, then A, B, where n_S is the set's
+    number of words. A resample in which every target has the same score has no d; it is left out
+    and counted in ``n_undefined``.
+
+    ``per_word``: rows per word, consecutive (SEAT's units: each word in ``per_word`` template
+    sentences). A word's rows are drawn together, so the interval is over words, as the sentences
+    of one word are not independent; d is computed over the drawn rows, as SEAT computes it.
     """
     if resample not in ("targets", "all"):
         raise ValueError(f"resample must be 'targets' or 'all', got {resample!r}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-    n_x, n_y = len(np.atleast_2d(X)), len(np.atleast_2d(Y))
-    n_a, n_b = len(np.atleast_2d(A)), len(np.atleast_2d(B))
+    sizes = [len(np.atleast_2d(S)) for S in (X, Y, A, B)]
+    if per_word < 1 or any(size % per_word for size in sizes):
+        raise ValueError(f"per_word must be a whole divisor of every set's rows {sizes}, got {per_word}")
+    n_x, n_y, n_a, n_b = (size // per_word for size in sizes)  # words
     cos_a, cos_b = _cosines(X, Y, A, B)
-    observed = effect_size_from_scores(*np.split(cos_a.mean(1) - cos_b.mean(1), [n_x]))
+    observed = effect_size_from_scores(*np.split(cos_a.mean(1) - cos_b.mean(1), [n_x * per_word]))
     rng = np.random.default_rng(seed)
-    pick_x = rng.integers(0, n_x, (n_bootstrap, n_x))
-    pick_y = n_x + rng.integers(0, n_y, (n_bootstrap, n_y))
+    rows = np.arange(per_word)
+    # a drawn word brings its per_word rows: word i is rows i * per_word .. i * per_word + per_word - 1
+    pick_x = (rng.integers(0, n_x, (n_bootstrap, n_x))[:, :, None] * per_word + rows).reshape(n_bootstrap, -1)
+    pick_y = n_x * per_word + (rng.integers(0, n_y, (n_bootstrap, n_y))[:, :, None] * per_word
+                               + rows).reshape(n_bootstrap, -1)
     if resample == "all":
         # a resampled attribute mean is a weighted mean: weights = how often each word was drawn
-        weights_a = _draw_weights(rng, n_a, n_bootstrap)
-        weights_b = _draw_weights(rng, n_b, n_bootstrap)
+        weights_a = np.repeat(_draw_weights(rng, n_a, n_bootstrap), per_word, axis=1) / per_word
+        weights_b = np.repeat(_draw_weights(rng, n_b, n_bootstrap), per_word, axis=1) / per_word
         scores = cos_a @ weights_a.T - cos_b @ weights_b.T          # (targets, resamples)
     else:
         scores = np.repeat((cos_a.mean(1) - cos_b.mean(1))[:, None], n_bootstrap, axis=1)

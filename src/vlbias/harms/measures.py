@@ -54,6 +54,20 @@ def cached_scores(model: LanguageModel, method: str, texts: list[str], candidate
     return compute_chunked(key, len(texts), compute, chunk_size=256, progress=False, cache=cache, kind="lm_scores")
 
 
+def cached_sentence_embeddings(model: LanguageModel, texts: Sequence[str], batch_size: int = 16,
+                               progress: bool = True, cache: bool = True) -> np.ndarray:
+    """``model.sentence_embeddings(texts)`` (SEAT's sentence representations), chunked and cached, keyed
+    by the model's weights, dtype and the texts."""
+    from ..cache import cache_key, compute_chunked
+    from ..embeddings import texts_identity
+
+    texts = list(texts)
+    key = cache_key("lm-sentence-embeddings", CACHE_VERSION, model, texts=texts_identity(texts))
+    return compute_chunked(key, len(texts), lambda start, stop: model.sentence_embeddings(
+        texts[start:stop], batch_size=batch_size, progress=progress), chunk_size=512, progress=False, cache=cache,
+        kind="lm_scores")
+
+
 # --------------------------------------------------------------------------- stereotyping
 
 def sentence_pronoun_shares(model: LanguageModel, occupations: Sequence[str], templates: Sequence[str],

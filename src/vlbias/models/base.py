@@ -157,6 +157,12 @@ class LanguageModel(CacheIdentity, ABC):
         Masked LMs raise TypeError.
         """
 
+    def sentence_embeddings(self, texts: Sequence[str], batch_size: int = 16, progress: bool = True) -> np.ndarray:
+        """(n_texts, dim) float32 sentence representations, for SEAT-style tests: a backend with
+        hidden states gives them (:meth:`HFLanguageModel.sentence_embeddings`); one without raises
+        NotImplementedError, which the audit reports as a measure that does not apply."""
+        raise NotImplementedError(f"{type(self).__name__} gives no sentence embeddings (no hidden states)")
+
 
 class TextToImageModel(CacheIdentity, ABC):
     """A text-to-image pipeline with one recorded seed per image."""

@@ -19,6 +19,10 @@ Conventions (the numbers in the book depend on them, so they are spelled out):
   ``<|endoftext|>``, Llama's ``<s>``). Without a BOS token the first token is not scored.
 * **Masked ``sequence_logprob``**: pseudo-log-likelihood (Salazar et al., 2020): each non-special
   token is masked in turn and scored given all the others.
+* **``sentence_embeddings``**: the last layer's hidden state of one token, as SEAT (May et al.,
+  2019) reads sentence encoders that are language models: a masked LM's first token (BERT's
+  ``[CLS]``, RoBERTa's ``<s>``, with the tokenizer's special tokens added), a causal LM's last token
+  of BOS + the text (the one that has read the whole sentence).
 * **Causal ``generate``**: sampling with temperature and nucleus (top-p) filtering, our own
   decoding loop so that every sequence draws from its own ``torch.Generator`` (seeded from the
   seed, the prompt text and the sample index). A prompt's samples are therefore the same
@@ -402,6 +406,32 @@ class HFLanguageModel(LanguageModel):
             for row, (index, _, position, token) in enumerate(batch):
                 totals[index] += logprobs[row, position, token].item()
         return totals
+
+    @torch.no_grad()
+    def sentence_embeddings(self, texts: Sequence[str], batch_size: int = 16, progress: bool = True) -> np.ndarray:
+        """(n_texts, hidden size) float32: the last layer's hidden state of a masked LM's first token
+        or a causal LM's last token (see the module docstring); right padding leaves both unchanged."""
+        texts = list(texts)
+        if self.kind == "masked":
+            sequences = [self.tokenizer(text)["input_ids"] for text in texts]
+            positions = [0] * len(texts)
+        else:
+            sequences = [self.context_ids(text) for text in texts]
+            positions = [len(ids) - 1 for ids in sequences]
+        if any(not ids for ids in sequences):
+            raise ValueError(f"{self.spec!r} encodes an empty text to no tokens; give each text a word")
+        rows = []
+        indexed = list(zip(sequences, positions))
+        for batch in batches(indexed, batch_size, progress, "sentence embeddings"):
+            ids, mask = pad_right([ids for ids, _ in batch], self.pad_id)
+            # the body without its language-model head: the head's logits over the vocabulary at every
+            # position would cost most of the time and are not wanted here
+            output = self.model.base_model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device))
+            last = output.last_hidden_state.float()
+            rows.extend(last[row, position].cpu().numpy() for row, (_, position) in enumerate(batch))
+        if not rows:
+            return np.zeros((0, self.model.config.hidden_size), dtype=np.float32)
+        return np.stack(rows).astype(np.float32)
 
     @torch.no_grad()
     def generate(self, prompts: Sequence[str], max_new_tokens: int = 40, temperature: float = 1.0,

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _stats
 
-from ..stats import finite_vector, self_similarity, wilson_interval
+from ..stats import finite_vector, self_similarity, standard_interval, wilson_interval
 
 NO_PERSON = "no person"
 
@@ -203,14 +203,9 @@ def vrbs_interval(replicates, estimate: float, confidence: float) -> dict[str, f
     estimated from a sample is biased low (the same absolute value), which no interval of this kind
     removes: read a VRBS near 1 as "no departure detected", not as a measured size.
     """
-    from scipy.stats import norm
-
     values = np.asarray(replicates, float)
-    values = values[np.isfinite(values)]
-    if values.size < 2 or not np.isfinite(estimate):
-        return {"ci_low": np.nan, "ci_high": np.nan, "n_boot": int(values.size)}
-    half = norm.ppf(0.5 + confidence / 2) * values.std(ddof=1)
-    return {"ci_low": max(0.0, estimate - half), "ci_high": min(1.0, estimate + half), "n_boot": int(values.size)}
+    low, high = standard_interval(values, estimate, confidence, (0.0, 1.0))
+    return {"ci_low": low, "ci_high": high, "n_boot": int(np.isfinite(values).sum())}
 
 
 def percentile_interval(replicates, confidence: float) -> dict[str, float]:
@@ -226,7 +221,8 @@ def paired_bootstrap_change(labels_a: pd.DataFrame, labels_b: pd.DataFrame, refe
                             target: str = "female", group: str = "profession", label: str = "perceived",
                             pair: str = "seed", excluded: Sequence[str] = (NO_PERSON,), n_boot: int = 1000,
                             confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
-    """Change of VRBS and Spearman's ρ from run a to run b (b − a), with a *paired* percentile bootstrap.
+    """Change of VRBS and Spearman's ρ from run a to run b (b − a), with a *paired* bootstrap (the standard
+    interval for VRBS, see :func:`vrbs_interval`; percentile for ρ).
 
     Two samplers run on the same jobs (same profession and seed, column ``pair``) share each image's
     starting noise, so their images are paired. Each replicate resamples a profession's seeds once
@@ -277,7 +273,12 @@ def paired_bootstrap_change(labels_a: pd.DataFrame, labels_b: pd.DataFrame, refe
     rows = []
     for measure, values in changes.items():
         a, b = estimates["a"][measure], estimates["b"][measure]
-        rows.append({"measure": measure, "a": a, "b": b, "change": b - a, **percentile_interval(values, confidence)})
+        if measure == "VRBS":  # standard, as for VRBS alone (vrbs_interval): it holds a change towards VRBS 1
+            low, high = standard_interval(values, b - a, confidence, (-1.0, 1.0))
+            interval = {"ci_low": low, "ci_high": high, "n_boot": int(np.isfinite(values).sum())}
+        else:
+            interval = percentile_interval(values, confidence)
+        rows.append({"measure": measure, "a": a, "b": b, "change": b - a, **interval})
     return pd.DataFrame(rows).set_index("measure")
 
 

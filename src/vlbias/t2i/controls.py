@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..stats import mcnemar_exact
+from ..stats import mcnemar_exact, standard_interval
 from .annotation import cohen_kappa
 from .bias import MIN_PROFESSIONS, NO_PERSON, bootstrap_bias_scores, compare_with_reference, diversity_by_group, generated_shares, undefined_note, vrbs
 
@@ -108,20 +108,21 @@ def paired_bias_comparison(plain: pd.DataFrame, other: pd.DataFrame, reference: 
         if ok.sum() >= 3:
             replicates.append((vrbs(replicate_a[ok], truth[ok]), vrbs(replicate_b[ok], truth[ok])))
     replicates = np.array(replicates).reshape(-1, 2)
-    tail = (1 - confidence) / 2
-
-    def interval(values):
-        return tuple(float(v) for v in np.quantile(values, [tail, 1 - tail])) if values.size else (np.nan, np.nan)
-
     vrbs_plain = vrbs(per_profession["share_plain"], per_profession["reference share"])
     vrbs_other = vrbs(per_profession["share_other"], per_profession["reference share"])
     summary = {"professions": len(per_profession), "VRBS plain": vrbs_plain, "VRBS other": vrbs_other,
                "VRBS change": vrbs_other - vrbs_plain}
-    for name, values in (("plain", replicates[:, 0]), ("other", replicates[:, 1]),
-                         ("change", replicates[:, 1] - replicates[:, 0])):
-        summary[f"{name} low"], summary[f"{name} high"] = interval(values)
+    # the standard bootstrap interval, as for VRBS alone (vlbias.t2i.bias.vrbs_interval): a run whose
+    # shares match the reference has every replicate below its VRBS, so quantiles of the replicates
+    # would leave the estimate (and a change towards it) out of its own interval
+    for name, values, estimate, bounds in (("plain", replicates[:, 0], vrbs_plain, (0.0, 1.0)),
+                                           ("other", replicates[:, 1], vrbs_other, (0.0, 1.0)),
+                                           ("change", replicates[:, 1] - replicates[:, 0], vrbs_other - vrbs_plain,
+                                            (-1.0, 1.0))):
+        summary[f"{name} low"], summary[f"{name} high"] = standard_interval(values, estimate, confidence, bounds)
     summary["n_boot"] = len(replicates)
     return summary, per_profession
+
 
 
 # --------------------------------------------------------------------------- what mitigation costs
