@@ -372,7 +372,7 @@ def _language_model_seat(spec: str, p: dict[str, Any], progress: bool):
         results.append(Result(LANGUAGE_SEAT, "harms", row["effect_size"], interval.low, interval.high,
                               group=f"{row['test']}: {row['targets']} / {row['attributes']}",
                               interval="percentile bootstrap over words 95%", n=int(row["n_X"] + row["n_Y"]),
-                              unit="Cohen's d", order="absolute",
+                              unit="Cohen's d over sentences (the model's last hidden state)", order="absolute",
                               note=f"permutation p = {row['p_value']:.4f}, Holm-adjusted {row['p_holm']:.4f}; "
                                    f"{len(SEAT_TEMPLATES)} sentences a word"))
     return results, {"SEAT sentences": f"vlbias.weat: Caliskan et al. (2017)'s ten tests in {len(SEAT_TEMPLATES)} "
@@ -380,7 +380,7 @@ def _language_model_seat(spec: str, p: dict[str, Any], progress: bool):
 
 
 #: the card's name of the language model's SEAT effect sizes
-LANGUAGE_SEAT = "SEAT effect size (the model's last hidden state)"
+LANGUAGE_SEAT = "SEAT effect size"
 #: sentences a forward pass (03b has no batch size; SEAT's sentences are a few tokens each)
 SEAT_BATCH_SIZE = 64
 
@@ -447,7 +447,7 @@ def _guidance_change(spec: str, p: dict[str, Any], progress: bool):
     summary, _ = paired_bias_comparison(unguided, guided, t2i_bias.reference_shares(), n_boot=p["n_boot"],
                                         seed=p["seed"])
     result = Result(f"VRBS change under guidance (scale {p['guidance_scale']:g} vs 1)", "t2i", summary["VRBS change"],
-                    summary["change low"], summary["change high"], interval="paired bootstrap 95%",
+                    summary["change low"], summary["change high"], interval="paired standard bootstrap 95%",
                     n=int(summary["professions"]), unit="VRBS with guidance minus without",
                     note=summary.get("note") or f"same jobs (profession, seed) at guidance {p['guidance_scale']:g} "
                                                 f"and 1; without {summary['VRBS plain']:.3f}, with "
@@ -509,7 +509,7 @@ def _cads_change(spec: str, p: dict[str, Any], progress: bool):
     summary, _ = paired_bias_comparison(runs[0.0]["manifest"], runs[s]["manifest"], reference, n_boot=p["n_boot"],
                                         seed=p["seed"])
     result = Result(f"VRBS change under CADS (s={s:g})", "t2i", summary["VRBS change"], summary["change low"],
-                    summary["change high"], interval="paired bootstrap 95%", n=int(summary["professions"]),
+                    summary["change high"], interval="paired standard bootstrap 95%", n=int(summary["professions"]),
                     unit="VRBS with CADS minus plain sampling",
                     note=summary.get("note") or f"same jobs (profession, seed) with and without CADS; plain "
                                                 f"{summary['VRBS plain']:.3f}, CADS {summary['VRBS other']:.3f}")

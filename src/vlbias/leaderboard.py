@@ -51,11 +51,23 @@ def forest_plot(board: pd.DataFrame, measure: str, group: str = "", labels: dict
     return fig
 
 
+#: the longest row name a forest plot shows (longer ones end in "…"; the tables hold them whole)
+MAX_NAME = 48
+
+
+def _short(name: str, width: int = MAX_NAME) -> str:
+    """``name`` cut to ``width`` characters at a word, with "…" where it was cut."""
+    if len(name) <= width:
+        return name
+    cut = name[:width - 1].rsplit(" ", 1)[0].rstrip(" ,/:;")
+    return cut + "…"
+
+
 def _forest_panel(ax, rows: pd.DataFrame, names: list[str]) -> str:
     """Draw ``rows`` top down (the first at the top) as points with interval bars on ``ax``, each named
-    by ``names``, with a dashed 0 for a measure ranked closest to 0 or intervals that cross it; returns
+    by ``names`` (cut to :data:`MAX_NAME` characters), with a dashed 0 for a measure ranked closest to 0 or intervals that cross it; returns
     their unit ("" without one)."""
-    shown, names = rows.iloc[::-1], names[::-1]
+    shown, names = rows.iloc[::-1], [_short(name) for name in names[::-1]]
     estimate = shown["estimate"].astype(float)
     below = (estimate - shown["ci_low"].astype(float)).clip(lower=0).fillna(0)
     above = (shown["ci_high"].astype(float) - estimate).clip(lower=0).fillna(0)

@@ -114,6 +114,30 @@ def test_the_card_figure_draws_every_result_with_an_interval_a_panel_per_kind_of
         "default-group unmarked gap", "ColorFoil accuracy"]  # a kind of measure with more rows: in the tables
 
 
+def test_a_forest_plots_long_row_names_are_cut_at_a_word_so_the_figure_lays_out():
+    """SEAT's rows are named by their tests ("WEAT3: European American names vs ... / Pleasant vs
+    Unpleasant"): cut at a word to 48 characters with "…", they leave the panel room, and the figure
+    lays out without matplotlib's warning that it could not."""
+    import warnings
+
+    from vlbias.leaderboard import MAX_NAME, _short, card_figure
+
+    long = "WEAT3: European American names vs African American names / Pleasant vs Unpleasant"
+    assert _short(long) == "WEAT3: European American names vs African…" and len(_short(long)) <= MAX_NAME
+    assert _short("WEAT1: Flowers vs Insects") == "WEAT1: Flowers vs Insects"
+    card = _card("lm", "language", 0.5, 0.1, 0.9, measure="SEAT effect size", group=long)
+    # rows named as long as a setting and a test together (111 characters): uncut, they leave the
+    # panel no room and matplotlib warns
+    card.results += [Result("SEAT effect size", "harms", -0.2 + i / 10, -0.6 + i / 10, 0.2 + i / 10, order="absolute",
+                            group=f"the model's last hidden state, WEAT{i}: European American names vs African American "
+                                  "names / Pleasant vs Unpleasant") for i in range(4, 11)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "Tight layout not applied" would raise here
+        fig = card_figure(card)
+    names = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert names[-1] == _short(long) and all(len(name) <= MAX_NAME for name in names)
+
+
 def test_the_boards_sentences_say_who_leads_and_whether_beyond_the_intervals():
     from vlbias.leaderboard import board_sentences, forest_grid, headline_measures, measure_table
 
