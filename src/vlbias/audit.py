@@ -259,8 +259,12 @@ def _colorfoil(spec: str, p: dict[str, Any], progress: bool):
         results.append(Result(f"ColorFoil accuracy ({where})", "colorfoil", row["accuracy_%"] / 100,
                               row["ci_low_%"] / 100, row["ci_high_%"] / 100, interval=WILSON, n=int(row["n"]),
                               unit="share", order="descending"))
-        results.append(Result(f"ColorFoil F1 ({where})", "colorfoil", row["f1"], n=int(row["n"]), unit="F1",
-                              order="descending", note="the paper's F1 (every pair counted as a positive)"))
+        # F1 = 2a / (1 + a) rises with the accuracy a, so the accuracy's Wilson interval maps onto F1's
+        results.append(Result(f"ColorFoil F1 ({where})", "colorfoil", row["f1"],
+                              float(cfe.f1_from_accuracy(row["ci_low_%"] / 100)),
+                              float(cfe.f1_from_accuracy(row["ci_high_%"] / 100)), interval="Wilson 95%, as 2a/(1+a)",
+                              n=int(row["n"]), unit="F1", order="descending",
+                              note="the paper's F1 (every pair counted as a positive): 2a/(1+a) of the accuracy a"))
     if len(compared) == 2 and all((reference, name) in scores for name in datasets):
         from .colorfoil import controls as cf_controls
 

@@ -354,6 +354,12 @@ def test_a_colorfoil_card_compares_the_model_with_the_reference_pair_by_pair(tmp
     assert f"exact McNemar p = {p:.3g}" in row.note
     assert row.estimate == pytest.approx(right[0].mean() - right[1].mean())
     assert row.ci_low <= row.estimate <= row.ci_high
+    # F1's interval is the accuracy's Wilson interval through 2a / (1 + a), scipy's Wilson bounds by hand
+    accuracy = next(r for r in card.results if r.measure == "ColorFoil accuracy (coco, k=1)")
+    f1 = next(r for r in card.results if r.measure == "ColorFoil F1 (coco, k=1)")
+    wilson = stats.binomtest(round(accuracy.estimate * accuracy.n), accuracy.n).proportion_ci(method="wilson")
+    assert (f1.ci_low, f1.estimate, f1.ci_high) == pytest.approx(
+        [2 * a / (1 + a) for a in (wilson.low, accuracy.estimate, wilson.high)], abs=1e-4)
 
 
 def test_a_causal_language_models_card_has_03cs_erasure_per_scenario_and_a_masked_ones_says_it_does_not_apply(
