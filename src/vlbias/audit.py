@@ -68,14 +68,14 @@ class AuditMeasure:
 
 def _published_rows(table: str, source: str, measures: dict[str, Callable[[dict], str | None]],
                     model: Callable[[dict], str], scale: float | Callable[[dict], float] = 1.0,
-                    keep: Callable[[dict], bool] = lambda row: True, group: Callable[[dict], str] | None = None):
+                    keep: Callable[[dict], bool] = lambda row: True, group_of: Callable[[dict], str] | None = None):
     """Reference rows from a shipped published table (``resources/published/<table>.csv``): each row
     whose ``measure`` is a key of ``measures`` becomes the card measure that function names (None:
     left out), with its value times ``scale`` (a number, or a function of the row), its ``model``, its
-    group (the table's ``group``, or ``group(row)``) and the source with where it is stated."""
+    group (the table's ``group``, or ``group_of(row)``) and the source with where it is stated."""
     from .book import published
 
-    rows, group_of = [], group
+    rows = []
     for row in published(table).to_dict("records"):
         name = measures[row["measure"]](row) if row["measure"] in measures and keep(row) else None
         if name is not None:
@@ -396,7 +396,7 @@ def _seat_reference():
              for test in caliskan_tests()}  # as run_weat_battery names a test's targets and attributes
     return _published_rows("weat_caliskan2017_glove", "Caliskan et al. (2017), published Table 1 (word vectors)",
                            {"effect_size": lambda row: LANGUAGE_SEAT}, model=lambda row: "GloVe 840B",
-                           group=lambda row: names[row["test"]])
+                           group_of=lambda row: names[row["test"]])
 
 
 # --------------------------------------------------------------------------- Part IV
@@ -437,8 +437,8 @@ NO_GUIDANCE = 1.0
 
 def _guidance_change(spec: str, p: dict[str, Any], progress: bool):
     """Classifier-free guidance's paired change: VRBS at 04b's guidance scale minus VRBS without
-    guidance (scale 1), on the same jobs (profession, seed), with 04c's paired bootstrap interval
-    (image pairs resampled within each profession): how far guidance moves this model's shares from or
+    guidance (scale 1), on the same jobs (profession, seed), with 04c's paired bootstrap (image pairs
+    resampled within each profession; the standard interval): how far guidance moves this model's shares from or
     towards the labour statistics' (04e's guidance grid shows it on a world whose shares are known)."""
     from .t2i import bias as t2i_bias
     from .t2i.controls import paired_bias_comparison
@@ -772,7 +772,8 @@ def card_findings(card: Card) -> list:
     their colour foils above chance (Part II), generated shares that rise with the labour statistics
     (Part IV), pronoun shares that rise with, and exaggerate, the labour statistics' (Part III, beside the
     chapter's simulated slope), and the ten WEAT associations in a language model's sentence
-    representations (Part III; a test below 0 contradicts, one whose interval spans 0 leaves it open). A card with none of these results gets one "cannot test" row saying why."""
+    representations (Part III; a test below 0 contradicts, one whose interval spans 0 leaves it open).
+    A card with none of these results gets one "cannot test" row saying why."""
     from .findings import Finding, difference_verdict
 
     results = {(result.measure, result.group or ""): result for result in card.results}

@@ -65,8 +65,8 @@ def _short(name: str, width: int = MAX_NAME) -> str:
 
 def _forest_panel(ax, rows: pd.DataFrame, names: list[str]) -> str:
     """Draw ``rows`` top down (the first at the top) as points with interval bars on ``ax``, each named
-    by ``names`` (cut to :data:`MAX_NAME` characters), with a dashed 0 for a measure ranked closest to 0 or intervals that cross it; returns
-    their unit ("" without one)."""
+    by ``names`` (cut to :data:`MAX_NAME` characters), with a dashed 0 for a measure ranked closest to 0
+    or intervals that cross it; returns their unit ("" without one)."""
     shown, names = rows.iloc[::-1], [_short(name) for name in names[::-1]]
     estimate = shown["estimate"].astype(float)
     below = (estimate - shown["ci_low"].astype(float)).clip(lower=0).fillna(0)

@@ -188,9 +188,11 @@ def bootstrap_bias_scores(labels: pd.DataFrame, reference: pd.Series, target: st
     return pd.DataFrame(rows).set_index("measure")
 
 
-def vrbs_interval(replicates, estimate: float, confidence: float) -> dict[str, float]:
+def vrbs_interval(replicates, estimate: float, confidence: float,
+                  bounds: tuple[float, float] = (0.0, 1.0)) -> dict[str, float]:
     """VRBS's interval: the estimate ± z times the replicates' standard deviation (the standard bootstrap
-    interval), kept within VRBS's range [0, 1]; ``ci_low``, ``ci_high`` and ``n_boot``.
+    interval), kept within ``bounds`` (VRBS's range [0, 1]; a change of VRBS: [-1, 1]); ``ci_low``,
+    ``ci_high`` and ``n_boot``.
 
     VRBS is 1 − mean |generated share − reference share|, and the absolute value makes every resample
     of a profession whose share equals its reference score worse than the sample itself: where the
@@ -204,7 +206,7 @@ def vrbs_interval(replicates, estimate: float, confidence: float) -> dict[str, f
     removes: read a VRBS near 1 as "no departure detected", not as a measured size.
     """
     values = np.asarray(replicates, float)
-    low, high = standard_interval(values, estimate, confidence, (0.0, 1.0))
+    low, high = standard_interval(values, estimate, confidence, bounds)
     return {"ci_low": low, "ci_high": high, "n_boot": int(np.isfinite(values).sum())}
 
 
@@ -273,11 +275,9 @@ def paired_bootstrap_change(labels_a: pd.DataFrame, labels_b: pd.DataFrame, refe
     rows = []
     for measure, values in changes.items():
         a, b = estimates["a"][measure], estimates["b"][measure]
-        if measure == "VRBS":  # standard, as for VRBS alone (vrbs_interval): it holds a change towards VRBS 1
-            low, high = standard_interval(values, b - a, confidence, (-1.0, 1.0))
-            interval = {"ci_low": low, "ci_high": high, "n_boot": int(np.isfinite(values).sum())}
-        else:
-            interval = percentile_interval(values, confidence)
+        # VRBS's change: the standard interval, as for VRBS alone: it holds a change towards VRBS 1
+        interval = (vrbs_interval(values, b - a, confidence, (-1.0, 1.0)) if measure == "VRBS"
+                    else percentile_interval(values, confidence))
         rows.append({"measure": measure, "a": a, "b": b, "change": b - a, **interval})
     return pd.DataFrame(rows).set_index("measure")
 

@@ -124,7 +124,6 @@ def paired_bias_comparison(plain: pd.DataFrame, other: pd.DataFrame, reference: 
     return summary, per_profession
 
 
-
 # --------------------------------------------------------------------------- what mitigation costs
 
 def clip_score(model, images, texts: Sequence[str], weight: float = 2.5, batch_size: int = 32) -> np.ndarray:
