@@ -64,6 +64,14 @@ def test_extension_findings_compare_the_25_45_share_and_the_doctors_light_skin_w
     assert [f.verdict for f in t2i_findings.extension_findings(manifest, "race")] == ["supports", "cannot test"]
     unmeasured = t2i_findings.extension_findings(None, "skin tone", why_not="the world plants no age")
     assert [f.verdict for f in unmeasured] == ["cannot test"] * 2 and unmeasured[0].ours == "the world plants no age"
+    # the full profile's rehearsal: a random-weight annotator labels every image "no person" (04d failed there)
+    nobody = manifest.assign(age="no person", **{"skin tone": "no person"})
+    empty = t2i_findings.extension_findings(nobody, "skin tone")
+    assert [f.verdict for f in empty] == ["cannot test"] * 2
+    assert empty[0].ours == "the annotator labelled all 95 images 'no person': no age to compare"
+    assert empty[1].ours.startswith("0 images of doctors and 0 of the other professions") and "nan" not in empty[1].ours
+    no_doctor = manifest.assign(**{"skin tone": manifest["skin tone"].where(manifest.profession != "doctor", "no person")})
+    assert t2i_findings.extension_findings(no_doctor, "skin tone")[1].ours.startswith("0 images of doctors and 40 ")
 
 
 def grid(rho=(0.8, 0.6, 0.9), slope=(1.3, 1.1, 1.5)) -> pd.DataFrame:

@@ -139,20 +139,28 @@ def extension_findings(manifest: pd.DataFrame | None, probe: str | None, why_not
                              f"25-45: {middle[0]:.0%} [{middle[1]:.0%}, {middle[2]:.0%}] of {middle[3]} images with a person; "
                              f"the most frequent other, {other}: {best[0]:.0%} [{best[1]:.0%}, {best[2]:.0%}]",
                              order_verdict(middle[1:3], best[1:3])))
+    elif not people.any():
+        found.append(Finding(claims[0], published[0], f"the annotator labelled all {len(manifest)} images "
+                             f"'{NO_PERSON}': no age to compare", "cannot test"))
     else:
         found.append(Finding(claims[0], published[0], "no image labelled 25-45, or no other age", "cannot test"))
     light = "light (I-II)"
-    if probe == "skin tone" and probe in manifest and "doctor" in set(manifest["profession"]):
-        people = manifest[probe] != NO_PERSON
-        doctors = share(manifest[probe] == light, people & (manifest["profession"] == "doctor"))
-        others = share(manifest[probe] == light, people & (manifest["profession"] != "doctor"))
+    if probe != "skin tone" or probe not in manifest or "doctor" not in set(manifest["profession"]):
+        found.append(Finding(claims[1], published[1], "no skin-tone probe on doctors in this run (probe = "
+                             f"{probe!r})", "cannot test"))
+        return found
+    people = manifest[probe] != NO_PERSON
+    doctors = share(manifest[probe] == light, people & (manifest["profession"] == "doctor"))
+    others = share(manifest[probe] == light, people & (manifest["profession"] != "doctor"))
+    if not (doctors[3] and others[3]):  # a share of 0 of 0 is no number
+        found.append(Finding(claims[1], published[1], f"{doctors[3]} images of doctors and {others[3]} of the other "
+                             f"professions with a person (the rest labelled '{NO_PERSON}'): no share to compare",
+                             "cannot test"))
+    else:
         found.append(Finding(claims[1], published[1],
                              f"doctors: {doctors[0]:.0%} [{doctors[1]:.0%}, {doctors[2]:.0%}] light of {doctors[3]}; the other "
                              f"professions: {others[0]:.0%} [{others[1]:.0%}, {others[2]:.0%}] of {others[3]}",
                              order_verdict(doctors[1:3], others[1:3])))
-    else:
-        found.append(Finding(claims[1], published[1], "no skin-tone probe on doctors in this run (probe = "
-                             f"{probe!r})", "cannot test"))
     return found
 
 

@@ -49,3 +49,33 @@ def profession_grid(runs: Mapping[str, tuple[pd.DataFrame, str | Path]], profess
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def no_person_note(n_images: int, attribute: str) -> str:
+    """Why a page shows no ``attribute`` shares: the annotator found no person in any of the ``n_images``
+    (every share among images with a person would be 0 of 0)."""
+    return (f"No {attribute} shares: the annotator labelled all {n_images} images 'no person', so there is no "
+            "image with a person to share out. Look at the images above: an annotator with random weights "
+            "(the full profile's rehearsal) labels everything alike; a real one that finds no person "
+            "means the prompts drew none.")
+
+
+def show_shares(distribution: pd.DataFrame, title: str, n_images: int, attribute: str, colormap: str = "viridis",
+                table: pd.DataFrame | pd.Series | None = None) -> None:
+    """Show ``table`` (default: ``distribution`` to three places) and a stacked bar of each profession's
+    shares (:func:`vlbias.t2i.bias.category_distribution`: among its images with a person), the legend
+    below the axis. Where no image has a person, neither: the sentence of :func:`no_person_note` instead
+    of a table of 0 of 0 and an empty figure."""
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    if distribution.empty or not distribution.notna().to_numpy().any():
+        print(no_person_note(n_images, attribute))
+        return
+    display(distribution.round(3) if table is None else table)
+    ax = distribution.plot.barh(stacked=True, figsize=(7.5, 0.35 * len(distribution) + 1.6), colormap=colormap,
+                                width=0.8)
+    ax.set(xlabel="share of images with a person", ylabel="", title=title)
+    ax.legend(bbox_to_anchor=(0.5, 0), loc="upper center", borderaxespad=3.5, fontsize=8, ncol=4)  # below the x label
+    plt.tight_layout()
+    plt.show()
