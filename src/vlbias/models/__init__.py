@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import ModelUnavailableError
-from .base import ImageTextModel, LanguageModel, TextToImageModel
+from .base import ImageTextModel, LanguageModel, TextToImageModel, VisionLanguageModel
 from .spec import ModelSpec, locate, parse_spec
 from .tiny import TINY_BUILDERS, load_tiny_builders, register_tiny, tiny_builder, tiny_checkpoint
 
@@ -20,10 +20,11 @@ if TYPE_CHECKING:
     from .text_classifier import TextClassifier
 
 __all__ = [
-    "ImageTextModel", "LanguageModel", "TextToImageModel", "ModelSpec", "parse_spec", "locate",
+    "ImageTextModel", "LanguageModel", "TextToImageModel", "VisionLanguageModel", "ModelSpec", "parse_spec", "locate",
     "ModelUnavailableError",
     "TINY_BUILDERS", "register_tiny", "tiny_builder", "tiny_checkpoint", "load_tiny_builders",
-    "load_image_text_model", "load_language_model", "load_text_to_image", "load_text_classifier",
+    "load_image_text_model", "load_language_model", "load_text_to_image", "load_vision_language_model",
+    "load_text_classifier",
     "load_sentence_encoder", "for_each_model",
 ]
 
@@ -45,6 +46,14 @@ def load_language_model(spec: str, device=None, half: bool | None = None, kind: 
 def load_text_to_image(spec: str, device=None, half: bool | None = None) -> TextToImageModel:
     """Load a diffusers text-to-image pipeline by spec."""
     from .text_to_image import load_text_to_image as load
+
+    return load(spec, device=device, half=half)
+
+
+def load_vision_language_model(spec: str, device=None, half: bool | None = None) -> VisionLanguageModel:
+    """Load a generative vision-language model (LLaVA, Qwen2-VL, Idefics3/SmolVLM, PaliGemma, BLIP-2, ...) by
+    spec; see :mod:`vlbias.models.vision_language`."""
+    from .vision_language import load_vision_language_model as load
 
     return load(spec, device=device, half=half)
 

@@ -164,6 +164,52 @@ class LanguageModel(CacheIdentity, ABC):
         raise NotImplementedError(f"{type(self).__name__} gives no sentence embeddings (no hidden states)")
 
 
+class VisionLanguageModel(CacheIdentity, ABC):
+    """A generative vision-language model: it reads an image and a prompt and writes text (LLaVA,
+    Qwen2-VL, Idefics3/SmolVLM, PaliGemma, BLIP-2, ...).
+
+    **What is scored.** :meth:`log_likelihood` is ``log P(text | image, prompt)`` under the model: the
+    image and the prompt are laid out as the family lays out a question (its chat template's user turn
+    and generation prompt; PaliGemma's prefix; BLIP-2's prompt), the text follows as the answer, and the
+    log-probabilities of the *text's tokens only* are summed. The template's tokens, the prompt's and the
+    image's are the condition, not the outcome: scoring them would add the same constant to every
+    text of one image and prompt where it did not change the ranking, and, where texts are compared
+    across images, it would mix how likely the question is into how likely the answer is. Nor is the
+    end-of-turn token after the text scored: the score is that of the text as the answer's beginning,
+    so a text and its continuation compare as prefixes do (an answer that goes on scores no lower).
+    ``answer_token_counts`` gives the number of tokens summed, for per-token means.
+    """
+
+    spec: str
+    #: ``"generative"``: one kind of model behind this interface (the family is ``family``)
+    kind: str = "generative"
+    #: the ``config.json`` ``model_type`` of the loaded checkpoint (``"llava"``, ``"qwen2_vl"``, ...)
+    family: str
+    #: identifies the image preprocessing and the prompt format (chat template); part of cache keys
+    preprocess_id: str
+
+    @property
+    def dtype(self) -> str:
+        """The precision of the model's weights, as a string (``"float32"``)."""
+        return dtype_name(self.model.dtype)
+
+    @abstractmethod
+    def log_likelihood(self, images: Sequence[Image.Image], texts: Sequence[str], prompt: str | None = None,
+                       batch_size: int = 8, progress: bool = True) -> np.ndarray:
+        """(n,) float64: ``log P(texts[i] | images[i], prompt)``, summed over the text's tokens (see the
+        class docstring). One image per text; repeat an image to score several texts against it."""
+
+    @abstractmethod
+    def answer_token_counts(self, texts: Sequence[str], prompt: str | None = None) -> np.ndarray:
+        """(n,) int: how many tokens :meth:`log_likelihood` sums for each text after ``prompt``."""
+
+    @abstractmethod
+    def generate(self, images: Sequence[Image.Image], prompt: str | None = None, max_new_tokens: int = 40,
+                 batch_size: int = 8, progress: bool = True) -> list[str]:
+        """One answer per image to ``prompt`` (a caption where the prompt asks for one), by greedy
+        decoding: deterministic, and the same alone or in a batch up to float rounding."""
+
+
 class TextToImageModel(CacheIdentity, ABC):
     """A text-to-image pipeline with one recorded seed per image."""
 

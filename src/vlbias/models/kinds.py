@@ -1,10 +1,12 @@
-"""Which model interface a spec names: ``image-text``, ``language`` or ``text-to-image``.
+"""Which model interface a spec names: ``image-text``, ``language``, ``text-to-image`` or ``vision-language``.
 
 ``python -m vlbias audit`` runs the measures of a model's kind, so it must know the kind before it
 loads anything heavy. The registries answer for ``tiny:`` and ``trained:`` specs; an open_clip name
 is a dual encoder; a hub id, a local directory or an ``asset:`` is read from its own files, as the
 loaders read them (``model_index.json``: a diffusers pipeline; ``open_clip_config.json``: open_clip;
 ``config.json``: its ``model_type`` and ``architectures``; a ``.gguf`` file: a language model).
+Generative vision-language models (``vision-language``) have no audit measures yet: the audit names
+their kind and says so (:func:`vlbias.audit.applicable`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 from .spec import ModelSpec, parse_spec
 
 #: the kinds this module can name, in the order the audit lists them
-MODEL_KINDS = ("image-text", "language", "text-to-image")
+MODEL_KINDS = ("image-text", "language", "text-to-image", "vision-language")
 #: endings of ``config.json`` ``architectures`` that the language-model interface loads
 LANGUAGE_ARCHITECTURES = ("ForCausalLM", "ForMaskedLM", "LMHeadModel")
 #: assets that are not a model of any measured kind (annotators, classifiers, sentence encoders)
@@ -98,14 +100,18 @@ def _kind_of_hub(spec: ModelSpec) -> str:
 
 def _kind_of_config(spec: ModelSpec, config: dict) -> str:
     from .image_text import HF_BACKENDS
+    from .vision_language import VISION_LANGUAGE_BACKENDS, is_vision_language_config
 
     model_type = config.get("model_type")
     if model_type in HF_BACKENDS:
         return "image-text"
+    if is_vision_language_config(config):
+        return "vision-language"
     architectures = config.get("architectures") or []
     if any(name.endswith(LANGUAGE_ARCHITECTURES) for name in architectures):
         return "language"
     raise ValueError(f"{spec.raw!r} is a {model_type!r} checkpoint ({', '.join(architectures) or 'no architectures'}), "
                      f"of none of the kinds the book measures: image-text backends exist for "
                      f"{', '.join(sorted(HF_BACKENDS))}; language models are loaded for architectures ending in "
-                     f"{', '.join(LANGUAGE_ARCHITECTURES)}")
+                     f"{', '.join(LANGUAGE_ARCHITECTURES)}; vision-language backends exist for "
+                     f"{', '.join(sorted(VISION_LANGUAGE_BACKENDS))}")

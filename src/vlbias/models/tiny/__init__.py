@@ -5,8 +5,8 @@ A builder writes a checkpoint into a directory with the library's own saving cod
 path that a hub id or a local directory takes, so the tests exercise the real loaders.
 
 This package holds every builder, one module per model kind (:mod:`.image_text`,
-:mod:`.language`, :mod:`.text_to_image`; their tokenizer files in :mod:`.tokenizers`), and
-this registry. Builders register themselves with :func:`register_tiny` when their module is
+:mod:`.language`, :mod:`.text_to_image`, :mod:`.vision_language`; their tokenizer files in
+:mod:`.tokenizers`), and this registry. Builders register themselves with :func:`register_tiny` when their module is
 imported; :func:`tiny_builder` and :func:`tiny_checkpoint` import them all first
 (:func:`load_tiny_builders`), so a lookup never depends on which backend ran before.
 """
@@ -23,7 +23,7 @@ from ...paths import cache_dir, one_builder, staged_directory
 @dataclass(frozen=True)
 class TinyBuilder:
     name: str
-    kind: str  # "image-text", "language" or "text-to-image"
+    kind: str  # "image-text", "language", "text-to-image" or "vision-language"
     version: int
     build: Callable[[Path], None]
     description: str
@@ -52,7 +52,7 @@ def load_tiny_builders() -> dict[str, TinyBuilder]:
     Imported on demand, not with :mod:`vlbias.models`: the builders import torch and the model
     libraries, which a spec lookup alone does not need.
     """
-    from . import image_text, language, text_to_image  # noqa: F401  (each registers its builders)
+    from . import image_text, language, text_to_image, vision_language  # noqa: F401  (each registers its builders)
 
     return TINY_BUILDERS
 
