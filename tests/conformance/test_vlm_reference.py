@@ -1,0 +1,194 @@
+"""#26 item 2: generative vision-language models through our spec path against Hugging Face's own code path on
+the same random weights, at the hub checkpoints' real widths (configs in ``resources/hf_configs/``) and
+reduced depth (which layers, and why, in tests/conformance/README.md).
+
+Reference: the answer's log-likelihood is ``-model(**inputs, labels=labels).loss`` times the number of labelled
+tokens, where the processor builds ``inputs`` as a training example is built (the chat template's own rendering of
+a started assistant turn, ``continue_final_message=True``; PaliGemma's ``suffix=``; BLIP-2's prompt and text) and
+``labels`` cover the answer's tokens only; generation is ``model.generate(do_sample=False)`` on
+``processor.apply_chat_template(..., add_generation_prompt=True, tokenize=True)``, the model cards' call. The model
+is scored, saved and freed before our loader reads the directory, so one copy is in memory at a time.
+
+Tokenizers are stand-ins in the hub tokenizers' classes and layouts with the real special ids (their vocabularies
+are not available offline); every id of the model's table decodes to a token of its own, so generated ids are
+compared through their text.
+"""
+
+import gc
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from vlbias.models import load_vision_language_model
+from vlbias.models.conversion import recorded_hf_config
+from vlbias.models.tiny.tokenizers import bytes_to_unicode
+from vlbias.models.tiny.vision_language import chat_template
+
+pytestmark = pytest.mark.conformance
+
+TEXTS = ["A red bus driving down a street.", "a white dog lying on the grass"]
+PROMPT = "Describe the image in one sentence."
+
+
+@pytest.fixture(scope="module")
+def images():
+    """Two RGB images of different shapes with smooth structure and noise."""
+    rng = np.random.default_rng(0)
+    made = []
+    for height, width in [(96, 128), (120, 80)]:
+        y, x = np.mgrid[0:height, 0:width]
+        base = np.stack([x / width, y / height, (x + y) / (width + height)], axis=-1) * 200
+        made.append(Image.fromarray((base + rng.integers(0, 55, (height, width, 3))).astype(np.uint8)))
+    return made
+
+
+def build(hub_id, text_layers, vision_layers, vision_key="num_hidden_layers"):
+    """The recorded architecture at ``text_layers`` and ``vision_layers`` of its depth, random weights (seed 0)."""
+    import transformers
+
+    recorded = recorded_hf_config(hub_id)
+    values = {key: value for key, value in recorded["config"].items() if key != "model_type"}
+    values["text_config"] = values["text_config"] | {"num_hidden_layers": text_layers}
+    values["vision_config"] = values["vision_config"] | {vision_key: vision_layers}
+    config = transformers.AutoConfig.for_model(recorded["config"]["model_type"], **values)
+    torch.manual_seed(0)
+    return getattr(transformers, recorded["model_class"])(config).eval(), recorded
+
+
+def filled_vocabulary(vocab: dict, size: int) -> dict:
+    """``vocab`` with every id below ``size`` that it lacks given a token of its own, so that any id the model
+    generates decodes to text (unreachable by encoding: no merge builds them)."""
+    taken = set(vocab.values())
+    return vocab | {f"<unused{i}>": i for i in range(size) if i not in taken}
+
+
+def word_merges(words, start: str):
+    """Merges that build each word after the word-start mark ``start`` (``Ġ`` byte-level, ``▁`` SentencePiece)."""
+    merges, pieces = [], []
+    for word in sorted(set(words)):
+        symbol = start
+        for character in word:
+            if symbol + character not in pieces:
+                merges.append((symbol, character))
+                pieces.append(symbol + character)
+            symbol += character
+    return merges, pieces
+
+
+def words_of(*texts):
+    return {word.strip(".") for text in texts for word in text.split()}
+
+
+def llama_stand_in(recorded):
+    """LlamaTokenizer in Llama's layout: ``<unk> <s> </s>``, then characters with and without the word-start
+    mark, merges building the test's words, the real special ids beyond; BOS before every text."""
+    from transformers import LlamaTokenizer
+
+    characters = [chr(c) for c in range(33, 127)] + ["\n"]
+    merges, pieces = word_merges(words_of(*TEXTS, PROMPT, "USER ASSISTANT"), "▁")
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for piece in ["▁"] + characters + ["▁" + c for c in characters] + pieces:
+        vocab.setdefault(piece, len(vocab))
+    merges = [("▁", c) for c in characters] + merges
+    specials = recorded["tokenizer"]["specials"]
+    vocab = filled_vocabulary(vocab | specials, recorded["config"]["text_config"]["vocab_size"])
+    tokenizer = LlamaTokenizer(vocab=vocab, merges=merges, add_bos_token=True, pad_token=recorded["tokenizer"]["pad_token"])
+    tokenizer.add_special_tokens({"additional_special_tokens": [t for t in specials if t not in ("<unk>", "<s>", "</s>", "<pad>")]})
+    return tokenizer
+
+
+def qwen_stand_in(recorded):
+    """Qwen2Tokenizer in Qwen2's layout: the 256 byte symbols, merges building the test's words after a space,
+    the real special ids."""
+    from transformers import Qwen2Tokenizer
+
+    merges, pieces = word_merges(words_of(*TEXTS, PROMPT, "system user assistant You are a helpful"), "Ġ")
+    vocab = {symbol: i for i, symbol in enumerate(bytes_to_unicode().values())}
+    for piece in pieces:
+        vocab.setdefault(piece, len(vocab))
+    specials = recorded["tokenizer"]["specials"]
+    vocab = filled_vocabulary(vocab | specials, recorded["config"]["text_config"]["vocab_size"])
+    tokenizer = Qwen2Tokenizer(vocab=vocab, merges=merges, eos_token=recorded["tokenizer"]["eos_token"],
+                               pad_token=recorded["tokenizer"]["pad_token"],
+                               model_max_length=recorded["tokenizer"]["model_max_length"])
+    tokenizer.add_special_tokens({"additional_special_tokens": [t for t in specials if t not in ("<|endoftext|>", "<|im_end|>")]})
+    return tokenizer
+
+
+def image_processor(recorded):
+    import transformers
+
+    values = dict(recorded["image_processor"])
+    return getattr(transformers, values.pop("class"))(**values)
+
+
+def conversation(image, prompt, answer=None):
+    turns = [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": prompt}]}]
+    if answer is not None:
+        turns.append({"role": "assistant", "content": [{"type": "text", "text": answer}]})
+    return turns
+
+
+def reference(model, processor, images, max_new_tokens=6):
+    """(log-likelihoods of TEXTS[i] given images[i], their token counts, the greedy answer about the first image)
+    on Hugging Face's path (one answer: a prefill at real width is the slowest step here)."""
+    scores, counts, answers = [], [], []
+    with torch.inference_mode():
+        for image, text in zip(images, TEXTS):
+            question = processor.apply_chat_template(conversation(image, PROMPT), add_generation_prompt=True,
+                                                     tokenize=True, return_dict=True, return_tensors="pt")
+            full = processor.apply_chat_template(conversation(image, PROMPT, text), continue_final_message=True,
+                                                 tokenize=True, return_dict=True, return_tensors="pt")
+            start = question["input_ids"].shape[1]
+            assert torch.equal(full["input_ids"][:, :start], question["input_ids"])
+            labels = full["input_ids"].clone()
+            labels[:, :start] = -100
+            counts.append(labels.shape[1] - start)
+            scores.append(-model(**full, labels=labels).loss.item() * counts[-1])
+            if answers:
+                continue
+            output = model.generate(**question, do_sample=False, max_new_tokens=max_new_tokens)
+            new = output[0, start:]
+            assert len(new) == max_new_tokens  # no end-of-turn at once: every step compared
+            answers.append(processor.tokenizer.decode(new, skip_special_tokens=True).strip())
+    return scores, counts, answers
+
+
+def conform(model, processor, directory, images):
+    """Score and generate on Hugging Face's path, save, free, load through our spec path, compare."""
+    want, counts, answers = reference(model, processor, images)
+    model.save_pretrained(directory)
+    processor.save_pretrained(directory)
+    del model
+    gc.collect()
+    ours = load_vision_language_model(str(directory), device="cpu", half=False)
+    got = ours.log_likelihood(images, TEXTS, prompt=PROMPT, batch_size=2, progress=False)  # one padded batch
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)
+    assert ours.answer_token_counts(TEXTS, PROMPT).tolist() == counts
+    assert abs(want[0] - want[1]) > 1.0  # the two texts score apart: the comparison can fail
+    assert ours.generate(images[:1], PROMPT, max_new_tokens=6, progress=False) == answers
+    return ours
+
+
+def test_llava_1_5_scores_and_generates_as_hugging_face(images, tmp_path):
+    from transformers import LlavaProcessor
+
+    model, recorded = build("llava-hf/llava-1.5-7b-hf", text_layers=1, vision_layers=2)
+    settings = {key: value for key, value in recorded["processor"].items() if key != "class"}
+    processor = LlavaProcessor(image_processor(recorded), llama_stand_in(recorded), chat_template=chat_template("llava"),
+                               **settings)
+    ours = conform(model, processor, tmp_path / "llava-1.5-7b-1-layer", images)
+    assert ours.model.config.text_config.hidden_size == 4096 and ours.question(PROMPT)[1] == " "
+
+
+def test_qwen2_vl_scores_and_generates_as_hugging_face(images, tmp_path):
+    from transformers import Qwen2VLProcessor, Qwen2VLVideoProcessor
+
+    model, recorded = build("Qwen/Qwen2-VL-2B-Instruct", text_layers=1, vision_layers=2, vision_key="depth")
+    pixels = {key: recorded["image_processor"][key] for key in ("min_pixels", "max_pixels", "patch_size", "merge_size")}
+    processor = Qwen2VLProcessor(image_processor(recorded), qwen_stand_in(recorded), Qwen2VLVideoProcessor(**pixels),
+                                 chat_template=chat_template("qwen2_vl"))
+    ours = conform(model, processor, tmp_path / "qwen2-vl-2b-1-layer", images)
+    assert ours.model.config.text_config.hidden_size == 1536 and ours.question(PROMPT)[1] == ""
