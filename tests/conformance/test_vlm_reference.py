@@ -131,16 +131,26 @@ def conversation(image, prompt, answer=None):
     return turns
 
 
-def reference(model, processor, images, max_new_tokens=6):
+def chat_inputs(processor):
+    """The model cards' call for a chat family: the question with the generation prompt, or the question followed
+    by a started assistant turn (``continue_final_message``), as a training example is rendered."""
+    def ask(image, answer=None):
+        if answer is None:
+            return processor.apply_chat_template(conversation(image, PROMPT), add_generation_prompt=True,
+                                                 tokenize=True, return_dict=True, return_tensors="pt")
+        return processor.apply_chat_template(conversation(image, PROMPT, answer), continue_final_message=True,
+                                             tokenize=True, return_dict=True, return_tensors="pt")
+    return ask
+
+
+def reference(model, processor, ask, images, max_new_tokens=6):
     """(log-likelihoods of TEXTS[i] given images[i], their token counts, the greedy answer about the first image)
-    on Hugging Face's path (one answer: a prefill at real width is the slowest step here)."""
+    on Hugging Face's path (one answer: a prefill at real width is the slowest step here). ``ask(image, answer)``
+    gives the processor's inputs for the question, with the answer after it when one is given."""
     scores, counts, answers = [], [], []
     with torch.inference_mode():
         for image, text in zip(images, TEXTS):
-            question = processor.apply_chat_template(conversation(image, PROMPT), add_generation_prompt=True,
-                                                     tokenize=True, return_dict=True, return_tensors="pt")
-            full = processor.apply_chat_template(conversation(image, PROMPT, text), continue_final_message=True,
-                                                 tokenize=True, return_dict=True, return_tensors="pt")
+            question, full = ask(image), ask(image, text)
             start = question["input_ids"].shape[1]
             assert torch.equal(full["input_ids"][:, :start], question["input_ids"])
             labels = full["input_ids"].clone()
@@ -156,19 +166,20 @@ def reference(model, processor, images, max_new_tokens=6):
     return scores, counts, answers
 
 
-def conform(model, processor, directory, images):
-    """Score and generate on Hugging Face's path, save, free, load through our spec path, compare."""
-    want, counts, answers = reference(model, processor, images)
+def conform(model, processor, directory, images, ask=None, prompt=PROMPT):
+    """Score and generate on Hugging Face's path (``ask``: :func:`chat_inputs` by default), save, free, load
+    through our spec path, compare."""
+    want, counts, answers = reference(model, processor, ask or chat_inputs(processor), images)
     model.save_pretrained(directory)
     processor.save_pretrained(directory)
     del model
     gc.collect()
     ours = load_vision_language_model(str(directory), device="cpu", half=False)
-    got = ours.log_likelihood(images, TEXTS, prompt=PROMPT, batch_size=2, progress=False)  # one padded batch
+    got = ours.log_likelihood(images, TEXTS, prompt=prompt, batch_size=2, progress=False)  # one padded batch
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)
-    assert ours.answer_token_counts(TEXTS, PROMPT).tolist() == counts
+    assert ours.answer_token_counts(TEXTS, prompt).tolist() == counts
     assert abs(want[0] - want[1]) > 1.0  # the two texts score apart: the comparison can fail
-    assert ours.generate(images[:1], PROMPT, max_new_tokens=6, progress=False) == answers
+    assert ours.generate(images[:1], prompt, max_new_tokens=6, progress=False) == answers
     return ours
 
 
@@ -192,3 +203,28 @@ def test_qwen2_vl_scores_and_generates_as_hugging_face(images, tmp_path):
                                  chat_template=chat_template("qwen2_vl"))
     ours = conform(model, processor, tmp_path / "qwen2-vl-2b-1-layer", images)
     assert ours.model.config.text_config.hidden_size == 1536 and ours.question(PROMPT)[1] == ""
+
+
+def test_blip_2_scores_and_generates_as_hugging_face(images, tmp_path):
+    """BLIP-2 has no chat template: the query tokens, BOS, the prompt as given (the paper's VQA format), the answer
+    after one space; Hugging Face's path is its processor on the joined string."""
+    from transformers import Blip2Processor, GPT2Tokenizer
+
+    model, recorded = build("Salesforce/blip2-opt-2.7b", text_layers=1, vision_layers=2)
+    prompt = "Question: what is in the image? Answer:"
+    merges, pieces = word_merges(words_of(*TEXTS, prompt), "Ġ")
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+    for piece in list(bytes_to_unicode().values()) + pieces:
+        vocab.setdefault(piece, len(vocab))
+    vocab = filled_vocabulary(vocab | {"<image>": recorded["config"]["image_token_index"]},
+                              recorded["config"]["text_config"]["vocab_size"])
+    tokenizer = GPT2Tokenizer(vocab=vocab, merges=merges, bos_token="</s>", eos_token="</s>", pad_token="<pad>",
+                              unk_token="<unk>", add_bos_token=True)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<image>"]})
+    processor = Blip2Processor(image_processor(recorded), tokenizer, num_query_tokens=recorded["config"]["num_query_tokens"])
+
+    def ask(image, answer=None):
+        return processor(images=[image], text=[prompt + (" " + answer if answer else "")], return_tensors="pt")
+
+    ours = conform(model, processor, tmp_path / "blip2-opt-2.7b-1-layer", images, ask=ask, prompt=prompt)
+    assert ours.model.config.text_config.hidden_size == 2560 and ours.question(prompt) == (prompt, " ")
