@@ -228,3 +228,41 @@ def test_blip_2_scores_and_generates_as_hugging_face(images, tmp_path):
 
     ours = conform(model, processor, tmp_path / "blip2-opt-2.7b-1-layer", images, ask=ask, prompt=prompt)
     assert ours.model.config.text_config.hidden_size == 2560 and ours.question(prompt) == (prompt, " ")
+
+
+def test_paligemma_scores_and_generates_as_hugging_face(images, tmp_path):
+    """PaliGemma has no chat template: its prefix (``<image>``s, BOS, the prompt, a newline) is read
+    bidirectionally and the answer is its suffix; Hugging Face's path is its processor's ``suffix=`` (labels on
+    the suffix, less the EOS the processor ends it with)."""
+    from transformers import GemmaTokenizer, PaliGemmaProcessor
+
+    model, recorded = build("google/paligemma-3b-pt-224", text_layers=1, vision_layers=2)
+    prompt = "caption en"
+    merges, pieces = word_merges(words_of(*TEXTS, prompt), "▁")
+    characters = [chr(c) for c in range(33, 127)] + ["\n"]
+    vocab = dict(recorded["tokenizer"]["specials"])  # <image> among them: ids from 5 below are len(vocab) - 1
+    for piece in ["▁"] + characters + ["▁" + c for c in characters] + pieces:
+        vocab.setdefault(piece, len(vocab) - 1)
+    vocab |= {f"<loc{i:0>4}>": 256000 + i for i in range(1024)} | {f"<seg{i:0>3}>": 257024 + i for i in range(128)}
+    vocab = filled_vocabulary(vocab, recorded["config"]["text_config"]["vocab_size"])
+    tokenizer = GemmaTokenizer(vocab=vocab, merges=[("▁", c) for c in characters] + merges)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<image>"]})
+    values = dict(recorded["image_processor"])
+    seq_length = values.pop("image_seq_length")
+    processor_of_images = image_processor({"image_processor": values})
+    processor_of_images.image_seq_length = seq_length
+    processor = PaliGemmaProcessor(processor_of_images, tokenizer)
+    assert len(tokenizer) <= recorded["config"]["text_config"]["vocab_size"]
+
+    def ask(image, answer=None):
+        inputs = processor(images=[image], text=["<image>" + prompt], suffix=None if answer is None else [answer],
+                           return_tensors="np")
+        inputs.pop("labels", None)
+        tensors = {key: torch.as_tensor(np.asarray(value)) for key, value in inputs.items()}
+        if answer is not None:  # drop the <eos> the processor ends a suffix with: not the text's
+            tensors = {key: value[:, :-1] if value.dim() == 2 else value for key, value in tensors.items()}
+            assert (tensors["token_type_ids"][0, -1] == 1) and (tensors["token_type_ids"][0, 0] == 0)
+        return tensors
+
+    ours = conform(model, processor, tmp_path / "paligemma-3b-1-layer", images, ask=ask, prompt=prompt)
+    assert ours.model.config.text_config.hidden_size == 2048 and ours.question(prompt) == ("<image>" + prompt, "")
