@@ -1,4 +1,5 @@
-"""Image-text models: dual encoders (CLIP and relatives) and pairwise matchers (ViLT, BridgeTower).
+"""Image-text models: dual encoders (CLIP and relatives, SigLIP, Chinese-CLIP) and pairwise matchers (ViLT,
+BridgeTower, BLIP's image-text matching head).
 
 One spec string names a model; :func:`load_image_text_model` reads where it lives (open_clip
 registry, Hugging Face hub id, local directory, ``tiny:`` fixture) and which family it is
@@ -134,6 +135,32 @@ class DualEncoder(_ImageTextBase):
         return np.einsum("nd,nkd->nk", image_embeddings, chosen).astype(np.float32)
 
 
+class SigmoidScores:
+    """SigLIP's own reading of a cosine: ``sigmoid(cosine * exp(logit_scale) + logit_bias)``, the probability that
+    an image and a text match, each pair on its own (SigLIP is trained with a sigmoid loss, not CLIP's softmax
+    over a batch).
+
+    :meth:`DualEncoder.score` returns the cosine for SigLIP as for every dual encoder: the book's measures rank
+    candidates by score, and the logit and the probability are increasing functions of the cosine, so every
+    ranking, argmax and caption-versus-foil decision is the same. A page that reports SigLIP's probabilities
+    turns cosines into them here, with the checkpoint's learned scale and bias.
+    """
+
+    logit_scale: float  # exp of the learned log scale
+    logit_bias: float | None  # None: a model trained with CLIP's softmax, which has no sigmoid reading
+
+    def logits(self, cosines) -> np.ndarray:
+        """The model's match logits, ``cosine * exp(logit_scale) + logit_bias`` (``logits_per_image``)."""
+        if self.logit_bias is None:
+            raise TypeError(f"{self!r} was trained with CLIP's softmax over a batch, not SigLIP's sigmoid: its cosines "
+                            "have no per-pair probability. Use the scores (cosines) themselves.")
+        return (np.asarray(cosines, dtype=np.float64) * self.logit_scale + self.logit_bias).astype(np.float32)
+
+    def probabilities(self, cosines) -> np.ndarray:
+        """The probability that each image matches each text: the sigmoid of :meth:`logits`."""
+        return (1.0 / (1.0 + np.exp(-self.logits(cosines).astype(np.float64)))).astype(np.float32)
+
+
 class PairwiseMatcher(_ImageTextBase):
     """Reads an image and a text together; scores are image-text match logits, one per pair."""
 
@@ -207,11 +234,14 @@ def open_clip_architecture(model_name: str, pretrained: str | None) -> tuple[str
     return model_name, False
 
 
-class OpenClipModel(DualEncoder):
+class OpenClipModel(SigmoidScores, DualEncoder):
     """An open_clip model: a built-in architecture with a pretrained tag, or a saved directory.
 
     ``architecture`` is what was built (``ViT-B-32-quickgelu`` for ``ViT-B-32/openai``, see
-    :func:`open_clip_architecture`); ``quick_gelu`` whether its activation is QuickGELU.
+    :func:`open_clip_architecture`); ``quick_gelu`` whether its activation is QuickGELU. open_clip's SigLIP
+    tags (``ViT-B-16-SigLIP/webli``, ...) carry a learned ``logit_bias``: their cosines turn into SigLIP's
+    probabilities with :meth:`probabilities`; open_clip's own tokenizer and transform for them already pad to
+    the context length and resize without cropping (``resize_mode`` in ``preprocess_id``).
     """
 
     def __init__(self, spec: str, model_name: str, pretrained: str | None, device, dtype):
@@ -235,6 +265,9 @@ class OpenClipModel(DualEncoder):
         self.tokenizer = open_clip.get_tokenizer(architecture)
         config = dict(open_clip.get_model_preprocess_cfg(model))
         self.embedding_dim = getattr(model.visual, "output_dim", None)
+        self.logit_scale = model.logit_scale.detach().float().exp().item()
+        bias = getattr(model, "logit_bias", None)
+        self.logit_bias = None if bias is None else bias.detach().float().item()
         super().__init__(spec, device, dtype, "open_clip:" + _describe(
             {key: tuple(value) if isinstance(value, list) else value for key, value in config.items()}))
 
@@ -301,7 +334,7 @@ def _truncated_ids(tokenizer, texts: list[str], max_length: int | None) -> list[
 
 
 class HFDualEncoder(DualEncoder):
-    """CLIP, ALIGN, AltCLIP, CLIPSeg and GroupViT through ``get_image_features``/``get_text_features``."""
+    """CLIP, ALIGN, AltCLIP, CLIPSeg, GroupViT and Chinese-CLIP through ``get_image_features``/``get_text_features``."""
 
     def __init__(self, spec: str, source: str, model_class, device, dtype, position_offset: int = 0):
         from transformers import AutoImageProcessor, AutoTokenizer
@@ -329,7 +362,7 @@ class HFDualEncoder(DualEncoder):
 
 
 class HFPairwiseMatcher(PairwiseMatcher):
-    """ViLT and BridgeTower retrieval models: a processor prepares each (image, text) pair."""
+    """ViLT, BridgeTower and BLIP (:class:`BlipMatcher`) retrieval models: a processor prepares each (image, text) pair."""
 
     def __init__(self, spec: str, source: str, model_class, device, dtype, max_positions: int | None,
                  position_offset: int, logit_column: int | None):
@@ -344,10 +377,15 @@ class HFPairwiseMatcher(PairwiseMatcher):
     def text_token_ids(self, texts):
         return _truncated_ids(self.processor.tokenizer, _as_texts(texts), self.max_length)
 
-    def _match(self, images, texts):
+    def _inputs(self, images, texts):
+        """One padded batch of (image, text) pairs as the processor prepares them."""
         inputs = self.processor(images=images, text=texts, padding=True, truncation=self.max_length is not None,
                                 max_length=self.max_length, return_tensors="pt").to(self.device)
         inputs["pixel_values"] = inputs["pixel_values"].to(self.torch_dtype)
+        return inputs
+
+    def _match(self, images, texts):
+        inputs = self._inputs(images, texts)
         # ViLT draws image patches with torch.multinomial (a shuffle, or a subsample when the
         # config caps max_image_length): a fixed seed on a forked RNG makes scores repeatable
         # without touching the caller's random state
@@ -372,6 +410,94 @@ class _CLIPSegTowers:
         if "CLIPSegForImageSegmentation" in (getattr(config, "architectures", None) or []):
             return transformers.CLIPSegForImageSegmentation.from_pretrained(source, **kwargs).clip
         return transformers.CLIPSegModel.from_pretrained(source, **kwargs)
+
+
+class HFSiglipEncoder(SigmoidScores, HFDualEncoder):
+    """SigLIP and SigLIP 2's fixed-resolution checkpoints (``SiglipModel``), run as they were trained and as
+    transformers' zero-shot pipeline runs them.
+
+    - Texts are padded to ``max_length`` (the text tower's position table, 64 tokens), never to the longest
+      text of a batch: the text embedding is the state at the *last* position, which for a short text is a
+      padding token's, so padded otherwise a text's embedding would change with its batch.
+    - No attention mask unless the tokenizer returns one: the hub tokenizers return ``input_ids`` only
+      (``model_input_names``), because big_vision trained the towers attending to their padding.
+    - Images are resized to the square input without cropping (``SiglipImageProcessor`` has a height and
+      width, no crop size), as ``preprocess_id`` records.
+
+    Scores are cosines, as for every dual encoder; :class:`SigmoidScores` turns them into SigLIP's logits and
+    match probabilities with the checkpoint's learned ``logit_scale`` and ``logit_bias``.
+    """
+
+    def __init__(self, spec: str, source: str, device, dtype):
+        from transformers import SiglipModel
+
+        super().__init__(spec, source, SiglipModel, device, dtype)
+        self.logit_scale = self.model.logit_scale.detach().float().exp().item()
+        self.logit_bias = self.model.logit_bias.detach().float().item()
+        # both heads end at the vision width (the text head projects to it)
+        self.embedding_dim = self.model.config.vision_config.hidden_size
+
+    def _embed_texts(self, texts):
+        tokens = self.tokenizer(texts, padding="max_length", truncation=True, max_length=self.max_length,
+                                return_tensors="pt").to(self.device)
+        return _features(self.model.get_text_features(**tokens))
+
+
+class BlipContrastiveEncoder(HFDualEncoder):
+    """BLIP's contrastive head (``BlipForImageTextRetrieval(..., use_itm_head=False)``) as a dual encoder: the
+    image embedding is ``vision_proj`` of the vision tower's first token, the text embedding ``text_proj`` of the
+    text encoder's first token read without the image (no cross-attention); their cosine is what BLIP's forward
+    returns as its contrastive score."""
+
+    def __init__(self, spec: str, source: str, device, dtype):
+        from transformers import BlipForImageTextRetrieval
+
+        super().__init__(spec, source, BlipForImageTextRetrieval, device, dtype)
+        self.embedding_dim = self.model.config.image_text_hidden_size
+
+    @property
+    def architecture_id(self) -> str:
+        """The head that scores: the same weights give the ITM head's scores too (:class:`BlipMatcher`)."""
+        return "BlipForImageTextRetrieval|head=contrastive"
+
+    def _embed_images(self, images):
+        pixels = self.image_processor(images=images, return_tensors="pt")["pixel_values"]
+        hidden = self.model.vision_model(pixel_values=pixels.to(self.device, self.torch_dtype)).last_hidden_state
+        return self.model.vision_proj(hidden[:, 0, :])
+
+    def _embed_texts(self, texts):
+        tokens = self.tokenizer(texts, padding=True, truncation=self.max_length is not None, max_length=self.max_length,
+                                return_tensors="pt").to(self.device)
+        hidden = self.model.text_encoder(input_ids=tokens["input_ids"],
+                                         attention_mask=tokens["attention_mask"]).last_hidden_state
+        return self.model.text_proj(hidden[:, 0, :])
+
+
+class BlipMatcher(HFPairwiseMatcher):
+    """BLIP's image-text matching head (``BlipForImageTextRetrieval(..., use_itm_head=True)``): the text encoder
+    reads each text with cross-attention to its image, and a two-way head says "no match" or "match". BLIP reports
+    the softmax's match column; the score here is its log-odds, ``logit[match] - logit[no match]``, whose sigmoid is
+    exactly that probability, so that rankings agree and the score is a logit like the other matchers'."""
+
+    def __init__(self, spec: str, source: str, device, dtype, max_positions: int | None):
+        from transformers import BlipForImageTextRetrieval
+
+        super().__init__(spec, source, BlipForImageTextRetrieval, device, dtype, max_positions=max_positions,
+                         position_offset=0, logit_column=1)
+
+    @property
+    def architecture_id(self) -> str:
+        return "BlipForImageTextRetrieval|head=itm"
+
+    def _match(self, images, texts):
+        inputs = self._inputs(images, texts)
+        scores = self.model(**inputs, use_itm_head=True).itm_score
+        return scores[:, 1] - scores[:, 0]
+
+
+#: BLIP's heads, the ``head`` option of :func:`load_image_text_model`; the first is the default
+BLIP_HEADS = {"itm": "the image-text matching head, a pairwise matcher",
+              "contrastive": "the contrastive head, a dual encoder"}
 
 
 def _hf_dual(model_class_name: str, position_offset: int = 0):
@@ -401,7 +527,31 @@ def _build_bridgetower(spec, source, config, device, dtype):
                              position_offset=2, logit_column=1)
 
 
-#: config.json ``model_type`` -> builder(spec, source, config_dict, device, dtype)
+def _build_siglip(spec, source, config, device, dtype):
+    return HFSiglipEncoder(spec, source, device, dtype)
+
+
+def _build_blip(spec, source, config, device, dtype, head=None):
+    """A BLIP retrieval checkpoint by its head (:data:`BLIP_HEADS`). BLIP's captioning and question-answering
+    checkpoints share its ``model_type`` but have neither head: loaded as a retrieval model, the heads would be
+    random weights, so they are refused."""
+    head = head or next(iter(BLIP_HEADS))
+    if head not in BLIP_HEADS:
+        raise ValueError(f"{spec!r}: head={head!r} is not one of BLIP's heads: "
+                         + "; ".join(f"{name!r} ({what})" for name, what in BLIP_HEADS.items()) + ".")
+    architectures = config.get("architectures") or []
+    if architectures and "BlipForImageTextRetrieval" not in architectures:
+        raise ValueError(f"{spec!r} is a BLIP {', '.join(architectures)} checkpoint, without the image-text matching "
+                         "and contrastive heads; the image-text backend loads BLIP's retrieval checkpoints "
+                         "(BlipForImageTextRetrieval, e.g. Salesforce/blip-itm-base-coco).")
+    if head == "contrastive":
+        return BlipContrastiveEncoder(spec, source, device, dtype)
+    text_config = config.get("text_config") or {}
+    return BlipMatcher(spec, source, device, dtype, max_positions=text_config.get("max_position_embeddings", 512))
+
+
+#: config.json ``model_type`` -> builder(spec, source, config_dict, device, dtype); builders of
+#: :data:`OPTION_BACKENDS` also take the loader's options as keywords
 HF_BACKENDS: dict[str, Callable] = {
     "clip": _hf_dual("CLIPModel"),
     "align": _hf_dual("AlignModel"),
@@ -410,7 +560,13 @@ HF_BACKENDS: dict[str, Callable] = {
     "groupvit": _hf_dual("GroupViTModel"),
     "vilt": _build_vilt,
     "bridgetower": _build_bridgetower,
+    # SigLIP 2's fixed-resolution checkpoints are saved as ``siglip`` too (with a Gemma tokenizer)
+    "siglip": _build_siglip,
+    "chinese_clip": _hf_dual("ChineseCLIPModel"),  # its BERT tokenizer, a Chinese vocabulary
+    "blip": _build_blip,
 }
+#: option -> the ``model_type`` whose builder takes it
+OPTION_BACKENDS = {"head": "blip"}
 
 
 # --------------------------------------------------------------------------- loading
@@ -435,15 +591,20 @@ def _hub_config(spec: ModelSpec) -> dict:
     return config
 
 
-def _load_hf(spec: ModelSpec, source: str, config: dict, device, dtype) -> ImageTextModel:
+def _load_hf(spec: ModelSpec, source: str, config: dict, device, dtype, options: dict | None = None) -> ImageTextModel:
     model_type = config.get("model_type")
     if model_type not in HF_BACKENDS:
         raise ValueError(f"{spec.raw!r} is a {model_type!r} checkpoint; image-text backends exist for "
                          f"{', '.join(sorted(HF_BACKENDS))}.")
-    return HF_BACKENDS[model_type](spec.display, source, config, device, dtype)
+    options = {key: value for key, value in (options or {}).items() if value is not None}
+    for key in options:
+        if OPTION_BACKENDS.get(key) != model_type:
+            raise ValueError(f"{spec.raw!r}: {key}= applies to {OPTION_BACKENDS.get(key)!r} checkpoints only, and this "
+                             f"is a {model_type!r} checkpoint; leave {key} unset.")
+    return HF_BACKENDS[model_type](spec.display, source, config, device, dtype, **options)
 
 
-def _load_directory(spec: ModelSpec, directory: Path, device, dtype) -> ImageTextModel:
+def _load_directory(spec: ModelSpec, directory: Path, device, dtype, options: dict) -> ImageTextModel:
     """A checkpoint saved by open_clip (``open_clip_config.json``) or by ``save_pretrained``."""
     if (directory / "open_clip_config.json").is_file():
         return OpenClipModel(spec.display, f"local-dir:{directory}", None, device, dtype)
@@ -452,7 +613,7 @@ def _load_directory(spec: ModelSpec, directory: Path, device, dtype) -> ImageTex
         raise FileNotFoundError(f"{spec.raw!r}: {directory} holds neither open_clip_config.json "
                                 "nor a Hugging Face config.json.")
     config = json.loads(config_path.read_text(encoding="utf-8"))
-    return _load_hf(spec, str(directory), config, device, dtype)
+    return _load_hf(spec, str(directory), config, device, dtype, options)
 
 
 def _check_open_clip_name(spec: ModelSpec, model_name: str, pretrained: str | None) -> None:
@@ -470,8 +631,15 @@ def _check_open_clip_name(spec: ModelSpec, model_name: str, pretrained: str | No
                          f"{model_name}. Known tags: {', '.join(tags)}.")
 
 
-def load_image_text_model(spec: str | ModelSpec, device=None, half: bool | None = None) -> ImageTextModel:
+def load_image_text_model(spec: str | ModelSpec, device=None, half: bool | None = None,
+                          head: str | None = None) -> ImageTextModel:
     """Load a dual encoder or a pairwise matcher by spec (see :mod:`vlbias.models.spec`).
+
+    ``head``: which of a BLIP retrieval checkpoint's heads scores (:data:`BLIP_HEADS`): ``"itm"`` (the default,
+    image-text matching, a pairwise matcher) or ``"contrastive"`` (a dual encoder); any other family refuses it.
+    It is a loader option, not part of the spec string: the spec grammar (:mod:`vlbias.models.spec`) has no
+    options for hub ids or directories. The head chosen is part of the model's identity (``kind`` and
+    ``architecture_id``), so the two heads never share cached results.
 
     float32 unless ``half=True`` (``None`` is float32 too, as for every model kind), on every
     device: the released code of both CLIP papers ran fp32, and markedness and ColorFoil decisions
@@ -482,14 +650,18 @@ def load_image_text_model(spec: str | ModelSpec, device=None, half: bool | None 
     parsed = parse_spec(spec)
     device = resolve_device(device)
     dtype = resolve_dtype(device, bool(half))
+    options = {"head": head}
     location = None
     if parsed.source in ("tiny", "trained", "local", "asset"):  # files here: built, trained, saved or packaged
         location = Path(locate(parsed))
-        model = _load_directory(parsed, location, device, dtype)
+        model = _load_directory(parsed, location, device, dtype, options)
     elif parsed.source == "open_clip" or parsed.name.startswith("hf-hub:"):
+        if head is not None:
+            raise ValueError(f"{parsed.raw!r}: head= applies to BLIP checkpoints only, and this is an open_clip model; "
+                             "leave head unset.")
         model = _load_open_clip(parsed, device, dtype)
     else:
-        model = _load_hub(parsed, device, dtype)
+        model = _load_hub(parsed, device, dtype, options)
     model.identity = identify(parsed, model, location)
     return model
 
@@ -507,9 +679,9 @@ def _load_open_clip(parsed: ModelSpec, device, dtype) -> ImageTextModel:
         raise
 
 
-def _load_hub(parsed: ModelSpec, device, dtype) -> ImageTextModel:
+def _load_hub(parsed: ModelSpec, device, dtype, options: dict) -> ImageTextModel:
     config = _hub_config(parsed)
     try:
-        return _load_hf(parsed, parsed.name, config, device, dtype)
+        return _load_hf(parsed, parsed.name, config, device, dtype, options)
     except OSError as error:  # config cached but weights or tokenizer files missing
         raise _unavailable(parsed, error) from None

@@ -12,7 +12,8 @@ from pathlib import Path
 import torch
 
 from . import register_tiny
-from .tokenizers import write_byte_level_bpe, write_wordpiece_vocab
+from .tokenizers import (gemma_stand_in_vocabulary, write_byte_level_bpe, write_cjk_wordpiece_vocab,
+                         write_sentencepiece_model, write_wordpiece_vocab)
 
 SEED = 0
 IMAGE_SIZE = 32
@@ -177,3 +178,86 @@ def build_tiny_groupvit(directory: Path) -> None:
                                          projection_intermediate_dim=2 * WIDTH))
     model.save_pretrained(directory)
     CLIPProcessor(image_processor=_clip_image_processor(), tokenizer=tokenizer).save_pretrained(directory)
+
+
+def _siglip(directory: Path, tokenizer, vocab_size: int, resample: int) -> None:
+    """A SiglipModel with ``tokenizer`` and a square resize without crop, as the hub checkpoints have it (16 text
+    positions here, 64 there)."""
+    from transformers import SiglipConfig, SiglipImageProcessor, SiglipModel, SiglipProcessor
+
+    text = _tower(vocab_size=vocab_size, max_position_embeddings=16, pad_token_id=tokenizer.pad_token_id,
+                  eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.eos_token_id)
+    vision = _tower(image_size=IMAGE_SIZE, patch_size=PATCH_SIZE)
+    torch.manual_seed(SEED)
+    model = SiglipModel(SiglipConfig(text_config=text, vision_config=vision))
+    with torch.no_grad():  # transformers initialises both at 0; trained checkpoints have a scale and a bias
+        model.logit_scale.fill_(2.3)
+        model.logit_bias.fill_(-5.0)
+    model.save_pretrained(directory)
+    image_processor = SiglipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}, resample=resample,
+                                           image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
+    SiglipProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(directory)
+
+
+@register_tiny("siglip", "image-text", version=1,
+               description="transformers SiglipModel, width 32, 2 layers, 32px images, SentencePiece stand-in")
+def build_tiny_siglip(directory: Path) -> None:
+    from transformers import SiglipTokenizer
+
+    spiece = write_sentencepiece_model(directory / "spiece.model")
+    # as the hub checkpoints: input_ids only (SigLIP attends to its padding), 16 tokens (the tower's positions)
+    tokenizer = SiglipTokenizer(str(spiece), model_max_length=16, model_input_names=["input_ids"])
+    _siglip(directory, tokenizer, len(tokenizer), resample=3)
+
+
+@register_tiny("siglip2", "image-text", version=1,
+               description="SigLIP 2's fixed-resolution layout: SiglipModel with a Gemma BPE stand-in, 32px images")
+def build_tiny_siglip2(directory: Path) -> None:
+    from transformers import GemmaTokenizer
+
+    vocab, merges = gemma_stand_in_vocabulary()
+    # the values transformers' SigLIP 2 conversion gives Gemma's tokenizer (bilinear resize below, as there)
+    tokenizer = GemmaTokenizer(vocab=vocab, merges=merges, add_bos_token=False, add_eos_token=True,
+                               padding_side="right", model_input_names=["input_ids"])
+    _siglip(directory, tokenizer, len(vocab), resample=2)
+
+
+@register_tiny("chinese-clip", "image-text", version=1,
+               description="transformers ChineseCLIPModel, width 32, 2 layers, 32px images, CJK WordPiece stand-in")
+def build_tiny_chinese_clip(directory: Path) -> None:
+    from transformers import (BertTokenizer, ChineseCLIPConfig, ChineseCLIPImageProcessor, ChineseCLIPModel,
+                              ChineseCLIPProcessor)
+
+    vocab_size = write_cjk_wordpiece_vocab(directory)
+    tokenizer = BertTokenizer(str(directory / "vocab.txt"), model_max_length=52)
+    text = _tower(vocab_size=vocab_size, max_position_embeddings=52)
+    vision = _tower(image_size=IMAGE_SIZE, patch_size=PATCH_SIZE)
+    torch.manual_seed(SEED)
+    ChineseCLIPModel(ChineseCLIPConfig(text_config=text, vision_config=vision,
+                                       projection_dim=PROJECTION)).save_pretrained(directory)
+    # Chinese-CLIP resizes to the square input without cropping
+    image_processor = ChineseCLIPImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}, do_center_crop=False,
+                                                crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
+    ChineseCLIPProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(directory)
+
+
+@register_tiny("blip", "image-text", version=1,
+               description="BlipForImageTextRetrieval (ITM and contrastive heads), width 32, 2 layers, 32px images")
+def build_tiny_blip(directory: Path) -> None:
+    from transformers import BertTokenizer, BlipConfig, BlipForImageTextRetrieval, BlipImageProcessor, BlipProcessor
+
+    write_wordpiece_vocab(directory)
+    # BLIP's BERT tokenizer: [DEC] as beginning of sequence and [ENC], appended to the WordPiece vocabulary
+    tokenizer = BertTokenizer(str(directory / "vocab.txt"), bos_token="[DEC]", additional_special_tokens=["[ENC]"],
+                              model_max_length=40)
+    text = _tower(vocab_size=len(tokenizer), max_position_embeddings=40, encoder_hidden_size=WIDTH,
+                  bos_token_id=tokenizer.bos_token_id, pad_token_id=tokenizer.pad_token_id,
+                  sep_token_id=tokenizer.sep_token_id)
+    # BLIP's vision config initialises with std 1e-10 (trained weights replace it): random images would then all
+    # embed alike, so the fixture draws them with BERT's 0.02
+    vision = _tower(image_size=IMAGE_SIZE, patch_size=PATCH_SIZE, initializer_range=0.02)
+    torch.manual_seed(SEED)
+    config = BlipConfig(text_config=text, vision_config=vision, image_text_hidden_size=PROJECTION)
+    BlipForImageTextRetrieval(config).save_pretrained(directory)
+    image_processor = BlipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
+    BlipProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(directory)
