@@ -47,7 +47,9 @@ MANIFEST = "vlbias-mirror.json"
 PROCESSORS = {"CLIPModel": "CLIPProcessor", "AlignModel": "AlignProcessor", "AltCLIPModel": "AltCLIPProcessor",
               "CLIPSegForImageSegmentation": "CLIPSegProcessor", "GroupViTModel": "CLIPProcessor",
               "ViltForImageAndTextRetrieval": "ViltProcessor",
-              "BridgeTowerForImageAndTextRetrieval": "BridgeTowerProcessor"}
+              "BridgeTowerForImageAndTextRetrieval": "BridgeTowerProcessor",
+              "SiglipModel": "SiglipProcessor", "ChineseCLIPModel": "ChineseCLIPProcessor",
+              "BlipForImageTextRetrieval": "BlipProcessor"}
 #: characters the unigram stand-in knows (anything else is <unk>)
 _UNIGRAM_CHARACTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,;:!?'\"-()/&%+*=#@"
 
@@ -187,6 +189,21 @@ def hub_tokenizer(recorded: dict, work: Path):
     tokenizer_class = getattr(transformers, name)
     if name.startswith("CLIPTokenizer"):
         return tokenizer_class.from_pretrained(str(write_clip_tokenizer_files(work / "clip-bpe")), **values)
+    if name == "SiglipTokenizer":  # stand-in SentencePiece model in T5's layout (SigLIP's own is not here)
+        from .models.tiny.tokenizers import write_sentencepiece_model
+
+        return tokenizer_class(str(write_sentencepiece_model(work / "siglip-spm" / "spiece.model")), **values)
+    if name == "GemmaTokenizer":  # SigLIP 2: a BPE stand-in in Gemma's layout
+        from .models.tiny.tokenizers import gemma_stand_in_vocabulary
+
+        vocab, merges = gemma_stand_in_vocabulary()
+        return tokenizer_class(vocab=vocab, merges=merges, **values)
+    if name.startswith("BertTokenizer") and recorded["hub_id"].startswith("OFA-Sys/chinese-clip"):
+        from .models.tiny.tokenizers import write_cjk_wordpiece_vocab
+
+        # a Chinese stand-in filling the model's table exactly (English BERT's ids would overrun it)
+        write_cjk_wordpiece_vocab(work / "cjk-wordpiece", size=recorded["config"]["text_config"]["vocab_size"])
+        return tokenizer_class(str(work / "cjk-wordpiece" / "vocab.txt"), **values)
     if name.startswith("BertTokenizer"):
         from .assets import minilm_dir
 
