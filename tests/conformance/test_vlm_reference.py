@@ -266,3 +266,27 @@ def test_paligemma_scores_and_generates_as_hugging_face(images, tmp_path):
 
     ours = conform(model, processor, tmp_path / "paligemma-3b-1-layer", images, ask=ask, prompt=prompt)
     assert ours.model.config.text_config.hidden_size == 2048 and ours.question(prompt) == ("<image>" + prompt, "")
+
+
+def test_smolvlm_scores_and_generates_as_hugging_face(images, tmp_path):
+    """SmolVLM-256M (an Idefics3 model): images split into 512 px tiles plus a global view, SmolLM2's own tokenizer
+    with the image tokens added, the SmolVLM chat template."""
+    from transformers import AutoTokenizer, Idefics3Processor
+
+    from vlbias import assets
+
+    try:
+        gguf = assets.smollm2_gguf()
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model, recorded = build("HuggingFaceTB/SmolVLM-256M-Instruct", text_layers=1, vision_layers=1)
+    added = recorded["tokenizer"]["added"] + [f"<row_{r}_col_{c}>" for r in range(1, 5) for c in range(1, 5)]
+    tokenizer.add_special_tokens({"additional_special_tokens": added})
+    assert len(tokenizer) <= recorded["config"]["text_config"]["vocab_size"]
+    model.config.image_token_id = tokenizer.convert_tokens_to_ids("<image>")
+    model.model.image_token_id = model.config.image_token_id
+    processor = Idefics3Processor(image_processor(recorded), tokenizer, image_seq_len=recorded["processor"]["image_seq_len"],
+                                  chat_template=chat_template("idefics3"))
+    ours = conform(model, processor, tmp_path / "smolvlm-256m-1-layer", images)
+    assert ours.model.config.text_config.hidden_size == 576 and ours.question(PROMPT)[1] == " "
