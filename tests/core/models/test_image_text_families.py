@@ -141,3 +141,20 @@ def test_a_softmax_model_has_no_sigmoid_probabilities():
     assert model.logit_bias is None
     with pytest.raises(TypeError, match="softmax"):
         model.probabilities(np.zeros((1, 1)))
+
+
+def test_open_clip_siglip_probabilities_equal_open_clip(images):
+    import open_clip
+
+    model = load_image_text_model("tiny:open-clip-siglip")
+    assert model.logit_bias == pytest.approx(-10.0) and "resize_mode=squash" in model.preprocess_id
+    directory = tiny_checkpoint("open-clip-siglip")
+    reference, _, preprocess = open_clip.create_model_and_transforms(f"local-dir:{directory}")
+    tokenizer = open_clip.get_tokenizer(f"local-dir:{directory}")
+    with torch.no_grad():  # open_clip's SigLIP logits: scale * cosine + bias, read as sigmoid probabilities
+        image_features, text_features, scale, bias = reference.eval()(
+            torch.stack([preprocess(image) for image in images]), tokenizer(TEXTS))
+        want = (scale * image_features @ text_features.T + bias).numpy()
+    cosines = model.score(images, TEXTS, progress=False)
+    np.testing.assert_allclose(model.logits(cosines), want, atol=1e-4)
+    np.testing.assert_allclose(model.probabilities(cosines), 1 / (1 + np.exp(-want)), rtol=1e-4)

@@ -76,6 +76,17 @@ def build_tiny_clip(directory: Path) -> None:
 @register_tiny("open-clip", "image-text", version=1,
                description="open_clip CLIP, width 32, 2 layers, 32px images, bundled SimpleTokenizer")
 def build_tiny_open_clip(directory: Path) -> None:
+    _open_clip(directory)
+
+
+@register_tiny("open-clip-siglip", "image-text", version=1,
+               description="open_clip CLIP with SigLIP's learned logit bias and square resize, width 32, 32px images")
+def build_tiny_open_clip_siglip(directory: Path) -> None:
+    # what open_clip's SigLIP tags add to a CLIP: a logit bias (init -10, scale log 10) and a resize without crop
+    _open_clip(directory, {"init_logit_bias": -10.0, "init_logit_scale": 2.302585}, resize_mode="squash")
+
+
+def _open_clip(directory: Path, extra: dict | None = None, resize_mode: str = "shortest") -> None:
     import open_clip
     from open_clip.push_to_hf_hub import save_config_for_hf
     from safetensors.torch import save_file
@@ -87,11 +98,12 @@ def build_tiny_open_clip(directory: Path) -> None:
         # the bundled SimpleTokenizer has 49408 tokens, so the embedding table must too
         "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": WIDTH, "heads": HEADS,
                      "layers": LAYERS},
+        **(extra or {}),
     }
     torch.manual_seed(SEED)
     model = open_clip.CLIP(**model_config)
     open_clip.set_model_preprocess_cfg(model, {"size": IMAGE_SIZE, "mean": CLIP_MEAN, "std": CLIP_STD,
-                                               "interpolation": "bicubic", "resize_mode": "shortest"})
+                                               "interpolation": "bicubic", "resize_mode": resize_mode})
     # the files push_to_hf_hub.save_for_hf writes, less the tokenizer (SimpleTokenizer ships
     # with open_clip, and get_tokenizer picks it when text_cfg names no hf_tokenizer_name)
     save_file(model.state_dict(), str(directory / "open_clip_model.safetensors"))
