@@ -226,6 +226,10 @@ def test_a_cards_findings_take_their_verdicts_from_its_intervals():
     assert above_chance[0].verdict == "supports" and "flickr30k" in above_chance[0].claim
     nothing = audit.card_findings(card(Result("self-similarity (race)", "markedness", 0.6, 0.5, 0.7, group="White")))
     assert [f.verdict for f in nothing] == ["cannot test"] and "self-similarity (race)" in nothing[0].ours
+    # the full profile's rehearsal: an annotator that finds no person leaves VRBS undefined (05b raised on it)
+    undefined = audit.card_findings(card(Result("default-group unmarked gap (race)", "markedness", None, group="White",
+                                                note="no image of a person")))
+    assert undefined[0].verdict == "cannot tell" and undefined[0].ours == "undefined: no image of a person"
     named = audit.board_findings([card(Result("default-group unmarked gap (race)", "markedness", 0.2, 0.1, 0.3,
                                               group="White"))], {"m": "my model"})
     assert named[0].claim.startswith("my model: White (race) left unmarked")

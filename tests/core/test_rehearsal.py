@@ -292,3 +292,41 @@ def test_the_ci_slice_of_the_rehearsal_runs_the_full_profile_offline_on_the_mirr
     assert "roberta_toxicity_classifier" in page  # the full profile's classifier ran, not a demo stand-in
     assert (project / "outputs" / "rehearsal" / "colorfoil").is_dir() and not (project / "outputs" / "full").exists()
     assert set(revisions) == set(specs) and all(len(revision) == 40 for revision in revisions.values())
+
+
+def _gpu_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_rehearsal", REPO / "benchmarks" / "gpu_rehearsal.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_gpu_script_measures_the_full_profiles_own_specs_and_writes_only_gpu_figures_into_the_plan():
+    """Item 4's prepared script (benchmarks/gpu_rehearsal.py): its specs are the full profile's, and a
+    GPU's results replace the plan's assumptions stage by stage (fp32, diffusion fp16), the source naming
+    the GPU and what was measured; a CPU or quick run is refused, never written as a GPU figure."""
+    script = _gpu_script()
+    specs = set(rehearsal.profile_specs("full", REPO))
+    assert set().union(*script.STAGE_SPECS.values()) <= specs
+    assumed = json.loads((REPO / "src/vlbias/resources/plan_throughputs.json").read_text())
+    rows = [{"stage": "image embeddings/s", "key": "ViT-L-14", "dtype": "float32", "rate": 412.5},
+            {"stage": "image embeddings/s", "key": "ViT-L-14", "dtype": "float16", "rate": 900.0},
+            {"stage": "image embeddings/s", "key": "ViT-B-32", "dtype": "float32", "rate": 3000.0},
+            {"stage": "diffusion steps/s (512 px, fp16)", "key": None, "dtype": "float32", "rate": 10.0},
+            {"stage": "diffusion steps/s (512 px, fp16)", "key": None, "dtype": "float16", "rate": 61.0}]
+    result = {"device": "NVIDIA H200", "measured": "2026-12-04", "quick": False, "rows": rows,
+              "versions": {"torch": "2.11.0"}}
+    figures = script.plan_figures(result, assumed)
+    assert figures["image embeddings/s"]["ViT-L-14"] == 412.5  # fp32, as the full profile embeds
+    assert figures["image embeddings/s"]["ViT-B-32"] == 3000.0
+    assert figures["image embeddings/s"]["ViT-B-16"] == assumed["image embeddings/s"]["ViT-B-16"]  # not measured
+    assert figures["image embeddings/s"]["default"] == min(412.5, 3000.0, assumed["image embeddings/s"]["ViT-B-16"])
+    assert figures["diffusion steps/s (512 px, fp16)"] == 61.0  # fp16, as the full profile draws
+    assert figures["generated tokens/s"] == assumed["generated tokens/s"]
+    assert "NVIDIA H200" in figures["_source"] and "ViT-L-14" in figures["_source"]
+    assert "generated tokens/s" not in figures["_source"].split("Measured:")[1].split("Everything")[0]
+    for refused in ({**result, "quick": True}, {**result, "device": "cpu"}):
+        with pytest.raises(ValueError, match="not measured on a GPU"):
+            script.plan_figures(refused, assumed)
