@@ -13,6 +13,13 @@ class ModelUnavailableError(OSError):
     """
 
 
+def first_line(error: BaseException) -> str:
+    """The first line of ``error``'s message, or its type's name where it has none: what a report row
+    or a wrapping error quotes of it."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def is_unavailable(error: BaseException) -> bool:
     """Whether ``error``, or an error it was raised from, says the weights are not reachable here.
 

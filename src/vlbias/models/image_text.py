@@ -19,7 +19,7 @@ import torch
 from PIL import Image
 
 from ..device import resolve_device, resolve_dtype
-from ..errors import ModelUnavailableError, is_unavailable
+from ..errors import ModelUnavailableError, first_line, is_unavailable
 from ._batching import batches
 from .base import ImageTextModel
 from .identity import identify
@@ -573,7 +573,7 @@ OPTION_BACKENDS = {"head": "blip"}
 
 
 def _unavailable(spec: ModelSpec, error: BaseException) -> ModelUnavailableError:
-    reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    reason = first_line(error)
     return ModelUnavailableError(
         f"Cannot load image-text model {spec.raw!r}: no local copy was found ({reason}). "
         "Run once with network access so that it is downloaded into the Hugging Face cache, "

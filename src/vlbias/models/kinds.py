@@ -69,7 +69,7 @@ def _kind_of_hub(spec: ModelSpec) -> str:
     from huggingface_hub import hf_hub_download, try_to_load_from_cache
     from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
 
-    from ..errors import ModelUnavailableError
+    from ..errors import ModelUnavailableError, first_line
     from .spec import hub_location
 
     repo = hub_location(spec.name)
@@ -82,14 +82,14 @@ def _kind_of_hub(spec: ModelSpec) -> str:
                 found[name] = Path(hf_hub_download(repo, name))
                 break
             except LocalEntryNotFoundError as error:  # offline (or no network) and not in the cache
-                reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+                reason = first_line(error)
                 raise ModelUnavailableError(
                     f"Cannot tell what kind of model {spec.raw!r} is: it is not in the Hugging Face cache ({reason}). "
                     "Run once with network access so that it is downloaded, or pass a local directory.") from None
             except EntryNotFoundError:
                 continue  # the repository has no such file: try the next
             except Exception as error:  # an unknown or gated repository
-                reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+                reason = first_line(error)
                 raise ModelUnavailableError(f"Cannot tell what kind of model {spec.raw!r} is: {reason}") from None
     if "model_index.json" in found:
         return "text-to-image"

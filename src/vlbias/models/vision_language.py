@@ -53,7 +53,7 @@ import torch
 from PIL import Image
 
 from ..device import resolve_device, resolve_dtype
-from ..errors import ModelUnavailableError
+from ..errors import ModelUnavailableError, first_line
 from ._batching import batches
 from .base import VisionLanguageModel
 from .identity import identify
@@ -296,7 +296,7 @@ class HFVisionLanguageModel(VisionLanguageModel):
 
 
 def _unavailable(spec: ModelSpec, error: BaseException) -> ModelUnavailableError:
-    reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    reason = first_line(error)
     return ModelUnavailableError(
         f"Cannot load vision-language model {spec.raw!r} ({reason}). If it is a hub id, download it once while "
         "online (`hf download <id>`) or pass the path of a local checkpoint directory; tests use tiny: specs "
