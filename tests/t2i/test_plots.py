@@ -49,7 +49,7 @@ def test_profession_grid_refuses_no_runs_and_fewer_than_one_picture(tmp_path):
         profession_grid({"model": _run(tmp_path / "a", (0, 0, 0), ["nurse"], 1)}, ["nurse"], per_profession=0)
 
 
-def test_show_shares_draws_each_professions_shares_and_says_why_when_no_image_has_a_person(capsys, monkeypatch):
+def test_plot_shares_draws_each_professions_shares_and_says_why_when_no_image_has_a_person(capsys, monkeypatch):
     """04d's figures: stacked shares among the images with a person; with none anywhere (the full profile's
     rehearsal: a random-weight annotator labels every image "no person"), one sentence and no table of 0 of 0
     (04d failed there with pandas' "no numeric data to plot")."""
@@ -64,7 +64,7 @@ def test_show_shares_draws_each_professions_shares_and_says_why_when_no_image_ha
                              "age": ["25-45", "under 25", "no person", "25-45", "25-45"]})
     distribution = category_distribution(manifest, label="age", order=["under 25", "25-45", "no person"])
     plt.close("all")
-    plots.show_shares(distribution, "Perceived age", len(manifest), "age")
+    plots.plot_shares(distribution, "Perceived age", len(manifest), "age")
     figure = plt.gcf()
     bars = [patch.get_width() for patch in figure.axes[0].patches]
     assert sorted(bars) == pytest.approx(sorted([0.5, 0.0, 0.5, 1.0]))  # nurse 1 of 2 each; pilot 2 of 2 at 25-45
@@ -72,7 +72,7 @@ def test_show_shares_draws_each_professions_shares_and_says_why_when_no_image_ha
     plt.close("all")
     shown.clear()
     nobody = category_distribution(manifest.assign(age="no person"), label="age", order=["under 25", "25-45", "no person"])
-    plots.show_shares(nobody, "Perceived age", len(manifest), "age")
+    plots.plot_shares(nobody, "Perceived age", len(manifest), "age")
     assert not plt.get_fignums() and not shown
     assert capsys.readouterr().out.strip() == plots.no_person_note(5, "age")
     assert plots.no_person_note(5, "age").startswith("No age shares: the annotator labelled all 5 images 'no person'")

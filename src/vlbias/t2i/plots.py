@@ -60,7 +60,7 @@ def no_person_note(n_images: int, attribute: str) -> str:
             "means the prompts drew none.")
 
 
-def show_shares(distribution: pd.DataFrame, title: str, n_images: int, attribute: str, colormap: str = "viridis",
+def plot_shares(distribution: pd.DataFrame, title: str, n_images: int, attribute: str, colormap: str = "viridis",
                 table: pd.DataFrame | pd.Series | None = None) -> None:
     """Show ``table`` (default: ``distribution`` to three places) and a stacked bar of each profession's
     shares (:func:`vlbias.t2i.bias.category_distribution`: among its images with a person), the legend
