@@ -136,3 +136,30 @@ def test_a_cell_that_draws_two_figures_captions_each_with_its_own_words():
     assert book.captions_on_images_only({"cells": [one]})["cells"][0]["metadata"]["mystnb"]["figure"] == {
         "caption": "Examples.", "name": "fig-x"}
     assert cell["metadata"]["mystnb"]["figure"]["captions"] == captions  # the notebook itself is unchanged
+
+
+def test_every_plots_helper_that_draws_is_named_plot_so_draws_figure_sees_its_cells():
+    """``book.draws_figure`` knows a vlbias helper draws by its ``plot_`` name: a helper in a part's
+    ``plots`` module whose body draws (matplotlib calls) under another name would leave its notebook
+    cells uncaptioned and unchecked (as ``show_shares`` once did on 04d)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import vlbias
+
+    draws = re.compile(r"\bplt\.|\.subplots\(|\bimshow\(|\.bar[h]?\(|\.scatter\(")
+    misnamed, checked = [], 0
+    for info in pkgutil.walk_packages(vlbias.__path__, "vlbias."):
+        if not info.name.endswith(".plots"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, function in inspect.getmembers(module, inspect.isfunction):
+            if function.__module__ != module.__name__ or name.startswith("_"):
+                continue
+            checked += 1
+            if draws.search(inspect.getsource(function)) and not name.startswith("plot_"):
+                misnamed.append(f"{info.name}.{name}")
+    assert checked >= 10  # the four parts' plots modules were found
+    assert not misnamed, f"helpers that draw but escape book.draws_figure (name them plot_*): {misnamed}"
+    assert book.draws_figure("t2i_plots.plot_shares(shares)") and not book.draws_figure("t2i_plots.show_shares(s)")

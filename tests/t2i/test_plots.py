@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from vlbias.t2i.plots import profession_grid
+from vlbias.t2i.plots import plot_profession_grid
 
 
 def _run(folder, colour, professions, per_profession):
@@ -31,7 +31,7 @@ def test_profession_grid_shows_each_run_as_its_own_rows_and_columns_per_professi
     professions = ["nurse", "carpenter", "clerk"]
     runs = {"model": _run(tmp_path / "a", (255, 0, 0), professions, 3),
             "control": _run(tmp_path / "b", (0, 0, 255), professions[:2], 1)}  # the control lacks clerks
-    fig = profession_grid(runs, professions, per_profession=2)
+    fig = plot_profession_grid(runs, professions, per_profession=2)
     axes = np.array(fig.axes).reshape(4, 3)
     assert [ax.get_title() for ax in axes[0]] == professions and axes[0, 0].get_ylabel() == "model"
     assert axes[2, 0].get_ylabel() == "control"
@@ -44,9 +44,9 @@ def test_profession_grid_shows_each_run_as_its_own_rows_and_columns_per_professi
 
 def test_profession_grid_refuses_no_runs_and_fewer_than_one_picture(tmp_path):
     with pytest.raises(ValueError, match="at least one run"):
-        profession_grid({}, ["nurse"])
+        plot_profession_grid({}, ["nurse"])
     with pytest.raises(ValueError, match="per_profession must be at least 1"):
-        profession_grid({"model": _run(tmp_path / "a", (0, 0, 0), ["nurse"], 1)}, ["nurse"], per_profession=0)
+        plot_profession_grid({"model": _run(tmp_path / "a", (0, 0, 0), ["nurse"], 1)}, ["nurse"], per_profession=0)
 
 
 def test_plot_shares_draws_each_professions_shares_and_says_why_when_no_image_has_a_person(capsys, monkeypatch):

@@ -8,7 +8,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 
-def profession_grid(runs: Mapping[str, tuple[pd.DataFrame, str | Path]], professions: Sequence[str],
+def plot_profession_grid(runs: Mapping[str, tuple[pd.DataFrame, str | Path]], professions: Sequence[str],
                     per_profession: int = 4, title: str = ""):
     """Generated images, one column per profession and ``per_profession`` rows per run.
 
@@ -21,7 +21,7 @@ def profession_grid(runs: Mapping[str, tuple[pd.DataFrame, str | Path]], profess
     from PIL import Image
 
     if not runs:
-        raise ValueError("profession_grid needs at least one run: {label: (manifest, run_dir)}")
+        raise ValueError("plot_profession_grid needs at least one run: {label: (manifest, run_dir)}")
     if per_profession < 1:
         raise ValueError(f"per_profession must be at least 1, got {per_profession!r}")
     professions = list(professions)
