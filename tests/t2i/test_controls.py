@@ -153,6 +153,24 @@ def test_annotator_robustness_on_planted_disagreement():
         annotator_robustness(manifest, {"a": first}, REFERENCE)
 
 
+def test_every_measure_of_04c_is_undefined_not_an_error_when_every_image_shows_no_person():
+    """The full profile's rehearsal (random annotator weights) labels every image 'no person': 04c's
+    paired changes, the annotator comparison and their sentences say 'undefined' instead of raising."""
+    from vlbias.t2i.bias import interval_phrase, kappa_phrase
+
+    manifest = manifest_with({p: 0 for p in REFERENCE.index}, no_person={p: N for p in REFERENCE.index})
+    assert (manifest.perceived == "no person").all()
+    change, _ = paired_bias_comparison(manifest, manifest, REFERENCE, n_boot=50)
+    assert np.isnan([change["VRBS plain"], change["VRBS change"], change["change low"], change["change high"]]).all()
+    labels = manifest.perceived.to_numpy(object)
+    per_annotator, comparison = annotator_robustness(manifest.drop(columns="perceived"), {"a": labels, "b": labels},
+                                                     REFERENCE, n_boot=50)
+    assert per_annotator["VRBS"].isna().all() and (per_annotator["labelled by both"] == len(manifest)).all()
+    assert comparison["agreement"] == 1 and np.isnan(comparison["cohen_kappa"])
+    assert interval_phrase(comparison["VRBS change"], comparison["change low"], comparison["change high"]).startswith("undefined")
+    assert kappa_phrase(comparison["cohen_kappa"]).startswith("κ undefined")
+
+
 @pytest.fixture(scope="module")
 def tiny_sd():
     from vlbias.models import load_text_to_image
