@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -35,6 +34,21 @@ def images_identity(images: Sequence[Image.Image]) -> str:
 def texts_identity(texts: Sequence[str]) -> str:
     canonical = json.dumps(list(texts), ensure_ascii=False, separators=(",", ":"))
     return f"texts/{len(texts)}@{hashlib.sha256(canonical.encode('utf-8')).hexdigest()[:16]}"
+
+
+def resolve_images(dataset_or_images, dataset_identity: str | None = None):
+    """(indexable images, what names them in cache keys) of a data set (its ``images()`` and
+    ``identity``), a sequence carrying an ``identity``, or any sequence of PIL images (named by
+    ``dataset_identity``, else by a hash of their pixels: fine for small lists)."""
+    if hasattr(dataset_or_images, "images") and hasattr(dataset_or_images, "identity"):
+        images, identity = dataset_or_images.images(), dataset_or_images.identity
+    else:
+        images, identity = dataset_or_images, getattr(dataset_or_images, "identity", None)
+    identity = dataset_identity or identity
+    if identity is None:
+        images = list(images)
+        identity = images_identity(images)
+    return images, identity
 
 
 def _require_embeddings(model: ImageTextModel) -> None:
@@ -85,14 +99,7 @@ def embed_images(model: ImageTextModel, dataset_or_images, dataset_identity: str
     images at 448x448 RGB: about 300 MB).
     """
     _require_embeddings(model)
-    if hasattr(dataset_or_images, "images") and hasattr(dataset_or_images, "identity"):
-        images, identity = dataset_or_images.images(), dataset_or_images.identity
-    else:
-        images, identity = dataset_or_images, getattr(dataset_or_images, "identity", None)
-    identity = dataset_identity or identity
-    if identity is None:
-        images = list(images)
-        identity = images_identity(images)
+    images, identity = resolve_images(dataset_or_images, dataset_identity)
     key_parts = cache_key("image-embeddings", EMBEDDING_CACHE_VERSION, model, images=identity, n_items=len(images))
 
     workers = default_decode_workers() if decode_workers is None else int(decode_workers)

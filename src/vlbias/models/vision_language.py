@@ -100,18 +100,22 @@ def is_vision_language_config(config: dict) -> bool:
     return family is not None and not any(name in family.not_generative for name in architectures)
 
 
+def check_image(image, index: int) -> Image.Image:
+    """``images[index]`` as a vision-language model reads it: a PIL image in RGB, or one clear error
+    (the conversion of a palette or transparency is the caller's choice, never made silently)."""
+    if not isinstance(image, Image.Image):
+        raise TypeError(f"images[{index}] is a {type(image).__name__}; give PIL images (PIL.Image.open(path)).")
+    if image.mode != "RGB":
+        raise ValueError(f"images[{index}] is a {image.mode!r} image; vision-language models read RGB images. "
+                         "Convert it first (image.convert('RGB'), or paste an RGBA image on the background "
+                         "you mean), so that how its transparency or palette is flattened is your choice.")
+    return image
+
+
 def _check_images(images: Sequence[Image.Image]) -> list[Image.Image]:
     if isinstance(images, Image.Image):
         raise TypeError("Expected a sequence of images, got a single image; wrap it in a list.")
-    images = list(images)
-    for index, image in enumerate(images):
-        if not isinstance(image, Image.Image):
-            raise TypeError(f"images[{index}] is a {type(image).__name__}; give PIL images (PIL.Image.open(path)).")
-        if image.mode != "RGB":
-            raise ValueError(f"images[{index}] is a {image.mode!r} image; vision-language models read RGB images. "
-                             "Convert it first (image.convert('RGB'), or paste an RGBA image on the background "
-                             "you mean), so that how its transparency or palette is flattened is your choice.")
-    return images
+    return [check_image(image, index) for index, image in enumerate(images)]
 
 
 def _pad_and_stack(tensors: list[torch.Tensor]) -> torch.Tensor:
