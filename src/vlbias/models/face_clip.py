@@ -54,15 +54,22 @@ def face_clip_spec(**options) -> str:
     return "trained:face-clip" + ("?" + "&".join(f"{key}={value}" for key, value in given.items()) if given else "")
 
 
-def _recipe(**options) -> tuple[dict, dict, MiniClipConfig, dict, Path]:
-    world = {key.removeprefix("world_"): options[key] for key in options if key.startswith("world_")}
+def reporting_options(options: dict, recipe: str) -> dict:
+    """The reporting rates of a face-world recipe's ``options`` (:data:`REPORTING_DEFAULTS`'s keys), with
+    ``uniform_named`` (the control), when on, replacing every rate; ``recipe`` names the spec in errors."""
     reporting = {key: options[key] for key in REPORTING_DEFAULTS if key != "uniform_named"}
     uniform = options["uniform_named"]
     if uniform != -1.0:
         if not 0 <= uniform <= 1:
-            raise ValueError(f"trained:face-clip: uniform_named is the probability that a caption names any label "
+            raise ValueError(f"trained:{recipe}: uniform_named is the probability that a caption names any label "
                              f"(the control); it must lie in [0, 1], or be -1 (off), got {uniform!r}")
         reporting.update({rate: uniform for rate in _RATES})
+    return reporting
+
+
+def _recipe(**options) -> tuple[dict, dict, MiniClipConfig, dict, Path]:
+    world = {key.removeprefix("world_"): options[key] for key in options if key.startswith("world_")}
+    reporting = reporting_options(options, "face-clip")
     config = MiniClipConfig(epochs=options["epochs"], batch_size=options["batch_size"],
                             learning_rate=options["learning_rate"], width=64, layers=2, heads=2,
                             patch_size=world["image_size"] // 4, projection_dim=32, seed=world["seed"])

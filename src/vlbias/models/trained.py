@@ -57,7 +57,8 @@ def register_trained(name: str, kind: str, defaults: dict, description: str = ""
 #: part's own model lives in that part and is named here, so the core never imports a part: it only
 #: looks its recipes up (``tests/core/test_layout.py`` checks that each is where it belongs).
 RECIPE_MODULES = ("vlbias.models.world_clip", "vlbias.models.world_diffusion", "vlbias.models.face_clip",
-                  "vlbias.models.caption_world_models", "vlbias.colorfoil.trained_models", "vlbias.t2i.trained_models")
+                  "vlbias.models.caption_world_models", "vlbias.colorfoil.trained_models", "vlbias.t2i.trained_models",
+                  "vlbias.markedness.face_captioner")
 
 
 def _load_recipes() -> None:
