@@ -340,7 +340,10 @@ def only_chunks(indices: Iterable[int]) -> Iterator[ChunkSelection]:
 def _open_entry(directory: Path, key_parts: dict, n_items: int, chunk_size: int) -> dict:
     """The entry's meta; the entry is started afresh when its meta is absent, unreadable, for
     other sizes, or disagrees with the chunks it describes."""
-    wanted = {"format": CACHE_FORMAT, "key_parts": key_parts, "n_items": n_items, "chunk_size": chunk_size}
+    # as meta.json gives the key back (a tuple comes back a list): compared raw, a key built with a tuple
+    # would look foreign to its own entry and be recomputed on every call
+    wanted = json.loads(json.dumps({"format": CACHE_FORMAT, "key_parts": key_parts, "n_items": n_items,
+                                    "chunk_size": chunk_size}))
     meta = _read_meta(directory)
     if _entry_state(directory, meta, wanted)[0] == "ok":  # no lock needed to read a finished entry
         return meta

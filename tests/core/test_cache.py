@@ -777,3 +777,22 @@ def test_a_selected_chunk_another_process_holds_is_waited_for_then_computed(othe
     rows, problem = cache.read_chunk(entry_dir(LOCK_KEY) / "chunk_000001.npz", 2, 4)
     assert problem is None
     np.testing.assert_array_equal(rows, _lock_rows(2, 4))
+
+
+def test_a_key_with_a_tuple_is_served_from_the_cache_on_the_second_call():
+    """meta.json holds the key as JSON reads it back (a tuple comes back a list); a key built with a
+    tuple must still match its own entry, not be recomputed on every call."""
+    from vlbias.cache import cache_key
+
+    calls = []
+
+    def compute(start, stop):
+        calls.append((start, stop))
+        return np.arange(start, stop, dtype=np.float32)[:, None]
+
+    key = cache_key("tuple-key", 1, labels=("A", "B"), sizes=(1, (2, 3)))
+    first = compute_chunked(key, 6, compute, chunk_size=4, progress=False)
+    again = compute_chunked(cache_key("tuple-key", 1, labels=("A", "B"), sizes=(1, (2, 3))), 6, compute,
+                            chunk_size=4, progress=False)
+    np.testing.assert_array_equal(first, again)
+    assert calls == [(0, 4), (4, 6)]

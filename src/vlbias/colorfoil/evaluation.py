@@ -218,7 +218,8 @@ def wrong_examples(benchmark: pd.DataFrame, scores: np.ndarray, k: int = 1, n: i
     return pd.DataFrame(out, columns=["image_id", "caption", "foil", "caption score", "foil score"])
 
 
-def _canonical(word: str) -> str:
+def canonical_colour(word: str) -> str:
+    """The colour a word names, aliases folded (``gray`` is ``grey``): how per-colour tables group words."""
     return COLOUR_ALIASES.get(word, word)
 
 
@@ -239,7 +240,7 @@ def foil_comparisons(benchmark: pd.DataFrame, scores: np.ndarray, k: int = 4,
             error = bool(scores[row, 1 + j] >= scores[row, 0])
             for pair in text.split("; "):
                 original, _, foil = pair.partition("->")
-                rows.append({"row": row, "original": _canonical(original), "foil": _canonical(foil),
+                rows.append({"row": row, "original": canonical_colour(original), "foil": canonical_colour(foil),
                              "error": error})
     return pd.DataFrame(rows, columns=["row", "original", "foil", "error"])
 
@@ -264,7 +265,7 @@ def per_colour_accuracy(benchmark: pd.DataFrame, scores: np.ndarray, k: int = 1,
 
     usable, correct = correct_at(scores, k)
     words = benchmark["words"][usable].reset_index(drop=True)
-    table = pd.DataFrame({"colour": words.map(lambda ws: sorted({_canonical(w) for w in ws})), "correct": correct})
+    table = pd.DataFrame({"colour": words.map(lambda ws: sorted({canonical_colour(w) for w in ws})), "correct": correct})
     table = table.explode("colour")
     rows = [{"colour": colour, **accuracy_summary(group["correct"].to_numpy(), confidence)}
             for colour, group in table.groupby("colour")]
