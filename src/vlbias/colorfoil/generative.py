@@ -38,13 +38,11 @@ import pandas as pd
 
 from ..cache import cache_key, compute_chunked
 from ..embeddings import texts_identity
-from ..models.base import VisionLanguageModel
+from ..models.base import VisionLanguageModel, answer_lengths, check_score_mode
 from ..stats import wilson_interval
 from .construction import BENCHMARK_VERSION
 from .evaluation import canonical_colour, candidate_lists
 
-#: how a text's log-likelihood is read: summed over its tokens, or their mean
-SCORE_MODES = ("sum", "mean")
 #: the two-choice question; ``{first}`` and ``{second}`` are the texts in the order asked
 TWO_CHOICE_TEMPLATE = ("Which caption describes the image? A: {first} B: {second} "
                        "Answer with A or B.")
@@ -86,9 +84,7 @@ def likelihood_scores(model: VisionLanguageModel, dataset, benchmark: pd.DataFra
     strictly above every foil, so a tie is a failure), ``evaluation.evaluation_table`` and
     ``evaluation.per_colour_accuracy``."""
     _check_model(model)
-    if score not in SCORE_MODES:
-        raise ValueError(f"score={score!r}: choose one of {SCORE_MODES} (a text's log-likelihood summed over its "
-                         "tokens, or their mean).")
+    check_score_mode(score)
     if int(max_foils) < 1:
         raise ValueError(f"max_foils must be at least 1, got {max_foils!r}")
     images = _rows(benchmark, dataset)
@@ -109,8 +105,7 @@ def likelihood_scores(model: VisionLanguageModel, dataset, benchmark: pd.DataFra
         return np.zeros((0, width))
     scores = np.array(scores, dtype=np.float64)
     if score == "mean":
-        counts = model.answer_token_counts([text for row in candidates for text in row], prompt)
-        scores = scores / np.maximum(np.asarray(counts, dtype=np.float64).reshape(-1, width), 1)
+        scores = scores / answer_lengths(model, [text for row in candidates for text in row], prompt).reshape(-1, width)
     n_foils = np.minimum(benchmark["n_foils"].to_numpy(), max_foils)
     scores[np.arange(width)[None, :] > n_foils[:, None]] = np.nan
     return scores

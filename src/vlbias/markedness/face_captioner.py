@@ -34,7 +34,7 @@ from ..data.face_world import FACE_WORLD_DEFAULTS, FACE_WORLD_VERSION, face_capt
 from ..data.fairface import GENDERS
 from ..device import torch_threads
 from ..models.face_clip import _RATES, REPORTING_DEFAULTS, reporting_options
-from ..models.trained import register_trained
+from ..models.trained import register_trained, save_trained
 from ..paths import cache_dir, one_builder, staged_directory
 
 #: bump when the same options would train different weights
@@ -214,9 +214,5 @@ def _train(directory: Path, world: dict, reporting: dict, training: dict, about:
     bar.close()
 
     # 4. Saved as any checkpoint, read back by load_vision_language_model
-    model.eval()
-    model.save_pretrained(directory)
-    processor.save_pretrained(directory)
-    (directory / "training.json").write_text(json.dumps(
-        {**about, "train_images": len(images), "history": history, "seconds": round(time.monotonic() - started, 1)},
-        indent=1))
+    save_trained(directory, model, processor, {**about, "train_images": len(images), "history": history,
+                                               "seconds": round(time.monotonic() - started, 1)})

@@ -35,7 +35,7 @@ import pandas as pd
 from ..cache import cache_key, compute_chunked
 from ..embeddings import resolve_images, texts_identity
 from ..generations import generate_cached
-from ..models.base import VisionLanguageModel
+from ..models.base import VisionLanguageModel, answer_lengths, check_score_mode
 from ..stats import wilson_interval
 from .groups import group_indices
 from .prompts import FAMILIES, PERSON_PROMPT, label_prompts
@@ -43,8 +43,6 @@ from .unmarked import is_unmarked, unmarked_rates
 
 #: bump when the layout or meaning of the cached log-likelihoods changes
 LIKELIHOOD_CACHE_VERSION = 1
-#: how a text's log-likelihood is read: summed over its tokens, or their mean
-SCORE_MODES = ("sum", "mean")
 #: the question asked for a free description of a FairFace face
 DESCRIBE_PROMPT = "Describe this person."
 #: the attributes a description lexicon must list words for
@@ -74,13 +72,6 @@ def _checked_prompts(prompts: dict[str, dict[str, str]] | None) -> dict[str, dic
             raise ValueError(f"prompts[{family!r}] has no labels: an image cannot be unmarked by an empty family. "
                              f"Drop the family or give its label prompts.")
     return prompts
-
-
-def _checked_score(score: str) -> str:
-    if score not in SCORE_MODES:
-        raise ValueError(f"score={score!r} is not a score mode: use 'sum' (log P of the whole text) or 'mean' "
-                         "(per answer token); the docstring of likelihood_unmarked_flags says what each favours.")
-    return score
 
 
 def caption_log_likelihoods(model: VisionLanguageModel, dataset_or_images, texts: Sequence[str],
@@ -145,7 +136,7 @@ def likelihood_unmarked_flags(model: VisionLanguageModel, dataset_or_images,
     """
     # 1. Check the inputs before any model call
     _check_model(model)
-    score = _checked_score(score)
+    score = check_score_mode(score)
     prompts = _checked_prompts(prompts)
 
     # 2. Score every image against the person prompt and every label prompt (cached raw sums)
@@ -157,12 +148,7 @@ def likelihood_unmarked_flags(model: VisionLanguageModel, dataset_or_images,
 
     # 3. Per-token means where asked: the counts depend on the texts and the prompt, not on the image
     if score == "mean":
-        counts = np.asarray(model.answer_token_counts(texts, prompt), dtype=np.float64)
-        if (counts < 1).any():
-            empty = texts[int(np.flatnonzero(counts < 1)[0])]
-            raise ValueError(f"the text {empty!r} has no answer tokens under {model.spec!r}, so it has no mean; "
-                             "remove it from prompts or use score='sum'.")
-        scores = scores / counts
+        scores = scores / answer_lengths(model, texts, prompt)
 
     # 4. Unmarked where the person prompt beats every label of the family, as for CLIP
     person = scores[:, column[person_prompt]]

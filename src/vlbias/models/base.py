@@ -210,6 +210,33 @@ class VisionLanguageModel(CacheIdentity, ABC):
         decoding: deterministic, and the same alone or in a batch up to float rounding."""
 
 
+#: how a text's log-likelihood under a vision-language model is read: summed over its tokens (the text's
+#: probability; longer texts pay for every token) or their mean (per token; favours long predictable texts)
+SCORE_MODES = ("sum", "mean")
+
+
+def check_score_mode(score: str) -> str:
+    """``score``, or one clear error: the measures of every part read log-likelihoods in these modes."""
+    if score not in SCORE_MODES:
+        raise ValueError(f"score={score!r} is not a score mode: use 'sum' (log P of the whole text) or 'mean' "
+                         f"(per answer token), one of {list(SCORE_MODES)}.")
+    return score
+
+
+def answer_lengths(model: VisionLanguageModel, texts: Sequence[str], prompt: str | None = None) -> np.ndarray:
+    """(n,) float: each text's answer tokens after ``prompt`` (:meth:`VisionLanguageModel.answer_token_counts`),
+    what ``score="mean"`` divides a summed log-likelihood by; a text with none has no mean, and is refused."""
+    texts = list(texts)
+    counts = np.asarray(model.answer_token_counts(texts, prompt), dtype=np.float64)
+    if counts.shape != (len(texts),):
+        raise RuntimeError(f"{model.spec!r}.answer_token_counts returned shape {counts.shape} for {len(texts)} texts")
+    if (counts < 1).any():
+        empty = [text for text, count in zip(texts, counts) if count < 1]
+        raise ValueError(f"{empty} have no answer tokens of their own under {model.spec!r}, so they have no mean; "
+                         "give texts the model reads as words, or use score='sum'.")
+    return counts
+
+
 class TextToImageModel(CacheIdentity, ABC):
     """A text-to-image pipeline with one recorded seed per image."""
 

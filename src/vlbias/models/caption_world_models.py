@@ -30,7 +30,7 @@ from ..data.base import sha256_hex
 from ..data.caption_world import CAPTION_WORLD_DEFAULTS, PALETTE, main_colours, world_colours
 from ..paths import cache_dir
 from .mini_clip import MiniClipConfig, TrainingExamples, train_mini_clip
-from .trained import register_trained
+from .trained import register_trained, save_trained
 
 #: bump when the same options would train different weights
 CAPTION_MODELS_VERSION = 1
@@ -240,9 +240,5 @@ def _train_matcher(directory: Path, options: dict, about: dict) -> None:
             losses.append(float(loss.detach()))
         history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)),
                         "seconds": round(time.monotonic() - started, 1)})
-    model.eval()
-    model.save_pretrained(directory)
-    processor.save_pretrained(directory)
-    (directory / "training.json").write_text(json.dumps(
-        {**about, "train_images": len(images), "history": history, "seconds": round(time.monotonic() - started, 1)},
-        indent=1))
+    save_trained(directory, model, processor, {**about, "train_images": len(images), "history": history,
+                                               "seconds": round(time.monotonic() - started, 1)})

@@ -53,6 +53,15 @@ def register_trained(name: str, kind: str, defaults: dict, description: str = ""
     return decorator
 
 
+def save_trained(directory: Path, model, processor, record: dict) -> None:
+    """Save a model trained by a recipe as any checkpoint (in eval mode, ``save_pretrained``, its processor
+    beside it) and ``training.json`` last: the file whose presence says the directory is complete."""
+    model.eval()
+    model.save_pretrained(directory)
+    processor.save_pretrained(directory)
+    (Path(directory) / "training.json").write_text(json.dumps(record, indent=1))
+
+
 #: the modules that register ``trained:`` recipes, imported on first use of a spec. A recipe that trains a
 #: part's own model lives in that part and is named here, so the core never imports a part: it only
 #: looks its recipes up (``tests/core/test_layout.py`` checks that each is where it belongs).

@@ -45,7 +45,7 @@ from PIL import Image
 from ..cache import cache_key, compute_chunked
 from ..generations import generate_cached
 from ..embeddings import images_identity
-from ..models.base import VisionLanguageModel
+from ..models.base import VisionLanguageModel, answer_lengths, check_score_mode
 from ..models.vision_language import check_image
 from .bias import NO_PERSON
 
@@ -79,7 +79,6 @@ FREE_ANSWER_WORDS: dict[str, list[str]] = {
     NO_PERSON: ["no person", "no people", "no one", "nobody", "no human", "no humans"],
 }
 
-SCORES = ("sum", "mean")
 COMBINES = ("logsumexp", "max")
 
 
@@ -287,18 +286,12 @@ def vlm_labels(model: VisionLanguageModel, images, question: str = GENDER_QUESTI
     # 1. check everything before computing anything
     question = _check_question(question)
     lists = _answer_lists(answers)
-    _check_choice("score", score, SCORES)
+    check_score_mode(score)
     _check_choice("combine", combine, COMBINES)
     if combine == "logsumexp":
         _overlapping_phrasings(lists)
     texts = [phrasing for phrasings in lists.values() for phrasing in phrasings]
-    counts = np.asarray(model.answer_token_counts(texts, prompt=question), dtype=np.int64)
-    if counts.shape != (len(texts),):
-        raise RuntimeError(f"{model.spec!r}.answer_token_counts returned shape {counts.shape} for {len(texts)} texts")
-    if (counts < 1).any():
-        empty = [text for text, count in zip(texts, counts) if count < 1]
-        raise ValueError(f"answers: {empty} have no tokens of their own after the question under {model.spec!r}; "
-                         "give phrasings the model reads as words")
+    counts = answer_lengths(model, texts, question)
     source = _Images(images, identity)
 
     # 2. one log-likelihood per image and phrasing (cached)
