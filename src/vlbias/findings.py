@@ -93,15 +93,21 @@ def findings_box(findings: list[Finding], planted: str | None = None, causes: li
         causes = list(causes) if causes is not None else [True] * len(findings)
         if len(causes) != len(findings):
             raise ValueError(f"findings_box: causes has {len(causes)} entries for {len(findings)} findings")
-        recovered = [(f.verdict == "supports") if cause else None for f, cause in zip(findings, causes)]
+        # a planted claim this run cannot test is neither recovered nor missed: it is named apart
+        untestable = [f.claim for f, cause in zip(findings, causes) if cause and f.verdict == "cannot test"]
+        recovered = [(f.verdict == "supports") if cause and f.verdict != "cannot test" else None
+                     for f, cause in zip(findings, causes)]
         causes = [(f, r) for f, r in zip(findings, recovered) if r is not None]
+        untested = (f" The world plants a cause this run cannot test for: {html.escape('; '.join(untestable))}."
+                    if untestable else "")
         got = sum(bool(r) for _, r in causes)
         missed = [f.claim for f, r in causes if not r]
         # a claim this run cannot test has no verdict for the world to explain
         unplanted = [f.claim for f, r in zip(findings, recovered) if r is None and f.verdict != "cannot test"]
         if not causes:
             body += (f"<p><b>The planted truth.</b> {html.escape(planted)} This world plants no cause for the claims "
-                     "here: each verdict is what the drawing, the training and the sampling gave by themselves.</p>")
+                     "this run tests: each verdict is what the drawing, the training and the sampling gave by "
+                     f"themselves.{untested}</p>")
         else:
             claims = "claim" if len(causes) == 1 else "claims"
             body += (f"<p><b>The planted truth.</b> {html.escape(planted)} Of the {len(causes)} {claims} "
@@ -109,6 +115,7 @@ def findings_box(findings: list[Finding], planted: str | None = None, causes: li
                      + (f" (not: {html.escape('; '.join(missed))})" if missed else "") + "."
                      + (f" The world plants no cause for: {html.escape('; '.join(unplanted))}; a verdict there is "
                         "what the drawing and the training gave by themselves." if unplanted else "")
+                     + untested
                      + " A \"supports\" here shows the method recovering a cause put in by construction, not what "
                      "the papers' models do.</p>")
     return HTML(f'<div class="admonition important"><p class="admonition-title">Findings: paper vs ours</p>{body}</div>')

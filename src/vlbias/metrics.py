@@ -17,8 +17,8 @@ from .markedness import (
     unmarked_flags,
     unmarked_table,
 )
-from .stats import holm_adjust, mcnemar_exact, paired_accuracy_difference, self_similarity, with_holm
-from .t2i.annotation import cohen_kappa, fleiss_kappa
+from .stats import cohen_kappa, holm_adjust, mcnemar_exact, paired_accuracy_difference, self_similarity, with_holm
+from .t2i.annotation import fleiss_kappa
 from .t2i.bias import bootstrap_bias_scores, mean_pairwise_distance, spearman, vrbs
 from .weat import weat_effect_size, weat_p_value, weat_test
 

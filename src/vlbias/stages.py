@@ -30,6 +30,7 @@ KINDS = {
     "pair-scores": "pairs",
     "lm-scoring": "tokens",
     "generation": "images",
+    "vlm-scoring": "image-text pairs",
     "annotation": "images",
     "training": "models",
 }

@@ -9,6 +9,8 @@ import numpy as np
 from scipy import stats as _stats
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pandas as pd
 
 
@@ -212,3 +214,19 @@ def standard_interval(replicates, estimate: float, confidence: float = 0.95,
         return np.nan, np.nan
     half = _stats.norm.ppf(0.5 + confidence / 2) * values.std(ddof=1)
     return float(max(bounds[0], estimate - half)), float(min(bounds[1], estimate + half))
+
+
+def cohen_kappa(first: Sequence, second: Sequence) -> float:
+    """Cohen's kappa between two label sequences over the same items (NaN where both are one and the
+    same constant label: no agreement beyond chance can be measured)."""
+    import pandas as pd
+
+    a, b = pd.Series(list(first), dtype=object), pd.Series(list(second), dtype=object)
+    if len(a) != len(b) or len(a) == 0:
+        raise ValueError(f"need two equally long, non-empty label sequences, got {len(a)} and {len(b)}")
+    observed = float((a.to_numpy() == b.to_numpy()).mean())
+    categories = sorted(set(a) | set(b), key=str)
+    pa = a.value_counts(normalize=True).reindex(categories, fill_value=0)
+    pb = b.value_counts(normalize=True).reindex(categories, fill_value=0)
+    expected = float((pa * pb).sum())
+    return float("nan") if expected == 1.0 else (observed - expected) / (1.0 - expected)

@@ -47,7 +47,13 @@ def test_the_box_counts_the_verdicts_and_says_which_planted_causes_were_recovere
     planted = text(findings_box(untested, planted="A world.", causes=[True, False, False]))
     assert "The world plants no cause for: E above F;" in planted and "G is 2,511" not in planted.split("planted truth")[1]
     none = text(findings_box(FINDINGS[:1], planted="A model.", causes=[False]))
-    assert "This world plants no cause for the claims here" in none and "recovered" not in none
+    assert "This world plants no cause for the claims this run tests" in none and "recovered" not in none
+    # a planted cause whose claim this run cannot test (01d's summed age column) is neither recovered nor missed
+    planted = text(findings_box(untested, planted="A world.", causes=[True, True, False]))
+    assert "Of the 1 claim whose cause this world plants, the page recovered 1 beyond its intervals." in planted
+    assert "The world plants a cause this run cannot test for: G is 2,511." in planted
+    only = text(findings_box(untested[1:2], planted="A world.", causes=[True]))
+    assert "plants no cause for the claims this run tests" in only and "cannot test for: G is 2,511." in only
 
 
 def test_bad_input_gets_one_clear_error():

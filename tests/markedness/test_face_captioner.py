@@ -67,3 +67,26 @@ def test_the_captioner_loads_back_as_any_local_checkpoint_and_refuses_bad_option
         load_vision_language_model("trained:face-captioner?uniform_named=2")
     with pytest.raises(ValueError, match="epochs must be at least 1"):
         load_vision_language_model("trained:face-captioner?epochs=0")
+
+
+def test_01d_page_measures_recover_the_planted_default_and_the_control_shows_none():
+    """01d's own path (markedness_comparison: likelihood flags and descriptions, read by the lexicon) on the
+    demo's two captioners: with the planted reporting, White and Male faces are left unmarked by likelihood
+    and unnamed in descriptions beyond every other group's interval; the uniform control leaves no group so."""
+    from vlbias.markedness import sample_per_group
+    from vlbias.markedness.generative import markedness_comparison
+
+    planted, control = "trained:face-captioner", "trained:face-captioner?uniform_named=0.9"
+    world = _recipe(**trained_options("face-captioner")[1])[0]
+    held_out = load_dataset("fairface", root=generated_world_root("fairface", world), split="validation")
+    positions = sample_per_group(held_out.records, ["race", "gender"], 15)
+    table = markedness_comparison([planted, control], held_out.images(positions), held_out.records.iloc[positions],
+                                  describe_prompt=None, max_new_tokens=72, batch_size=32, progress=False)
+    assert not len(table.attrs["failures"]), table.attrs["failures"]
+    for measure in ("likelihood", "description"):
+        for family, default in (("race", "White"), ("gender", "Male")):
+            rows = table[(table.measure == measure) & (table.family == family)]
+            ours = rows[rows.model == planted].set_index("group")
+            assert ours.loc[default, "ci_low_%"] > ours.drop(index=default)["ci_high_%"].max(), (measure, ours)
+            theirs = rows[rows.model == control].set_index("group")
+            assert not (theirs.loc[default, "ci_low_%"] > theirs.drop(index=default)["ci_high_%"].max()), (measure, theirs)

@@ -299,3 +299,115 @@ def test_tiny_llava_runs_end_to_end_and_reads_its_second_call_from_the_cache():
     assert calls["generate"] == 1
     table = mention_rates(records, mentions(texts), "gender")
     assert len(table) == 2 * 3 and set(table["attribute"]) == {"race", "gender", "age"}
+
+
+# --------------------------------------------------------------------------- 01d's page helpers
+
+
+def test_sample_per_group_draws_at_most_k_of_every_group_under_its_seed():
+    from vlbias.markedness import sample_per_group
+
+    records = pd.DataFrame({"race": ["White"] * 5 + ["Black"] * 2 + ["Indian"] * 4,
+                            "gender": ["Male", "Female"] * 5 + ["Male"]})
+    drawn = sample_per_group(records, "race", 3, seed=1)
+    assert records.iloc[drawn].race.value_counts().to_dict() == {"White": 3, "Indian": 3, "Black": 2}
+    assert list(drawn) == sorted(set(drawn))  # positions, each once, in order
+    assert np.array_equal(drawn, sample_per_group(records, "race", 3, seed=1))
+    assert any(not np.array_equal(drawn, sample_per_group(records, "race", 3, seed=s)) for s in range(2, 8))
+    cells = records.iloc[sample_per_group(records, ["race", "gender"], 1)].groupby(["race", "gender"]).size()
+    assert (cells == 1).all() and len(cells) == records.groupby(["race", "gender"]).ngroups
+    assert np.array_equal(sample_per_group(records, "race", None), np.arange(len(records)))
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match="per_group must be a positive whole number"):
+            sample_per_group(records, "race", bad)
+
+
+def test_the_lexicon_reads_every_caption_of_the_face_world_as_its_writer_planted_it():
+    """The face world's captions ("a photo of a White female person between 30 and 39 years old", ...)
+    are what the demo's captioner learns to write; what the writer chose to name is the truth."""
+    from vlbias.data.face_world import face_captions
+
+    rng = np.random.default_rng(0)
+    races = ["White", "Black", "East Asian", "Southeast Asian", "Indian", "Middle Eastern", "Latino_Hispanic"]
+    ages = ["0-2", "3-9", "10-19", "20-29", "30-39", "40-49", "50-59", "60-69", "more than 70"]
+    records = pd.DataFrame({"race": rng.choice(races, 400), "gender": rng.choice(["Female", "Male"], 400),
+                            "age": rng.choice(ages, 400)})
+    captions, named = face_captions(records, {family: np.full(400, 0.5) for family in ("race", "gender", "age")})
+    found = mentions(captions)
+    for family in ("race", "gender", "age"):
+        assert np.array_equal(found[family].to_numpy(), named[family]), (family, [
+            c for c, f, n in zip(captions, found[family], named[family]) if f != n][:3])
+
+
+def test_mention_tables_are_each_familys_own_mentions_per_group_with_wilson_bounds():
+    from vlbias.markedness.generative import mention_tables
+
+    texts = ["a white man", "a person", "a person", "a black woman", "an old black woman", "a person"]
+    tables = mention_tables(RECORDS, mentions(texts))
+    race = tables["race"].set_index("group")
+    assert race.loc["White", "n"] == 3 and race.loc["White", "mentioned_%"] == pytest.approx(100 / 3)
+    assert race.loc["Black", "mentioned_%"] == pytest.approx(200 / 3)
+    assert (race.loc["Black", "ci_low_%"] / 100, race.loc["Black", "ci_high_%"] / 100) == pytest.approx(wilson(2, 3))
+    gender = tables["gender"].set_index("group")  # man (Female row 0), woman (Male row 3), woman (Female row 4)
+    assert gender.loc["Female", "mentioned_%"] == pytest.approx(200 / 3) and gender.loc["Male", "mentioned_%"] == pytest.approx(100 / 3)
+    assert tables["age"].set_index("group").loc["20-29", "mentioned_%"] == pytest.approx(100 / 3)  # "old", row 4
+    assert list(tables) == ["race", "gender", "age"] and list(tables["race"].columns) == [
+        "group", "n", "mentioned_%", "ci_low_%", "ci_high_%"]
+    with pytest.raises(ValueError, match="mentioned has no column 'age'"):
+        mention_tables(RECORDS, mentions(texts)[["race", "gender"]])
+
+
+def test_the_age_prompts_continue_the_person_prompt_and_the_others_do_not():
+    from vlbias.markedness.generative import continues_person_prompt
+
+    assert continues_person_prompt() == {"race": False, "gender": False, "age": True}
+    assert continues_person_prompt({"age": {"old": "a photo of an old person"}}) == {"age": False}
+
+
+def test_readings_agreement_is_a_hand_worked_kappa():
+    from vlbias.markedness.generative import readings_agreement
+
+    flags = pd.DataFrame({"race": [True, True, False, False], "gender": [True] * 4, "age": [False] * 4})
+    named = pd.DataFrame({"race": [False, True, True, True], "gender": [False] * 4, "age": [True] * 4})
+    table = readings_agreement(flags, named).set_index("family")
+    # race: unmarked by likelihood 1,1,0,0; unnamed in words 1,0,0,0 -> agree on 3 of 4;
+    # chance agreement 0.5 * 0.25 + 0.5 * 0.75 = 0.5, so kappa = (0.75 - 0.5) / 0.5 = 0.5
+    assert table.loc["race", "agree_%"] == 75 and table.loc["race", "kappa"] == pytest.approx(0.5)
+    assert table.loc["race", "unmarked_likelihood_%"] == 50 and table.loc["race", "unnamed_description_%"] == 25
+    assert np.isnan(table.loc["gender", "kappa"]) and table.loc["gender", "agree_%"] == 100  # both always unmarked
+    assert table.loc["age", "agree_%"] == 100
+    with pytest.raises(ValueError, match="flags has 4 rows and mentioned 3"):
+        readings_agreement(flags, named.iloc[:3])
+
+
+def test_01d_findings_judge_planted_tables_and_refuse_the_sum_modes_age_column():
+    from vlbias.findings import Finding
+    from vlbias.markedness.findings import description_findings, likelihood_findings
+
+    def table(rates, n=100):
+        rows = [{"group": g, "n": n, "mentioned_%": r, "unmarked_%": r} for g, r in rates.items()]
+        for row in rows:
+            low, high = wilson(round(row["mentioned_%"] * n / 100), n)
+            row.update({"ci_low_%": 100 * low, "ci_high_%": 100 * high})
+        return pd.DataFrame(rows)
+
+    races = {"White": 10, "Black": 80, "Indian": 85}
+    ages = ["0-2", "20-29", "30-39", "60-69"]
+    records = pd.DataFrame({"age": np.repeat(ages, 50)})
+    named = pd.DataFrame({"age": np.r_[np.ones(50), np.zeros(100), np.ones(50)].astype(bool)})
+    found = description_findings({"race": table(races), "gender": table({"Female": 90, "Male": 5})}, records, named)
+    assert [f.verdict for f in found] == ["supports", "supports", "supports"]
+    assert all(isinstance(f, Finding) and "not measured" in f.published for f in found)
+    reversed_found = description_findings({"race": table({"White": 95, "Black": 20, "Indian": 30}),
+                                           "gender": table({"Female": 5, "Male": 90})}, records, ~named)
+    assert [f.verdict for f in reversed_found] == ["contradicts", "contradicts", "contradicts"]
+
+    unmarked = {"race": table({"White": 90, "Black": 5, "Indian": 3}), "gender": table({"Female": 5, "Male": 80}),
+                "age": table({a: 50 for a in ages})}
+    flags = pd.DataFrame({"age": np.r_[np.zeros(50), np.ones(100), np.zeros(50)].astype(bool)})
+    mean = likelihood_findings(unmarked, records, flags, score="mean", age_continues_person=True)
+    assert [f.verdict for f in mean] == ["supports", "supports", "supports"]
+    assert all(f.published.startswith("CLIP (the paper)") for f in mean)
+    summed = likelihood_findings(unmarked, records, flags, score="sum", age_continues_person=True)
+    assert [f.verdict for f in summed] == ["supports", "supports", "cannot test"]
+    assert "begins with the person prompt" in summed[2].ours

@@ -194,14 +194,19 @@ def unmarked_findings(single: dict[str, pd.DataFrame], records: pd.DataFrame, fl
     ]
 
 
+#: the models trained in the book on the face world, whose options plant Part I's causes
+FACE_WORLD_MODELS = ("trained:face-clip", "trained:face-captioner")
+
+
 def face_clip_causes(spec: str) -> dict[str, bool] | None:
-    """Which of Part I's claims ``spec``'s world plants a cause for (``trained:face-clip`` only; None
-    for any other model, the papers' own): ``white_unmarked``, ``male_unmarked``, ``middle_unmarked``
-    (captions name that group less often than the rest), ``white_varied`` (White pictures vary more
-    than the others) and ``male_varied`` (Male pictures vary more)."""
+    """Which of Part I's claims ``spec``'s world plants a cause for (``trained:face-clip`` and
+    ``trained:face-captioner``, trained on the same world with the same reporting options; None for any
+    other model, the papers' own): ``white_unmarked``, ``male_unmarked``, ``middle_unmarked`` (captions
+    name that group less often than the rest), ``white_varied`` (White pictures vary more than the
+    others) and ``male_varied`` (Male pictures vary more)."""
     from ..models.trained import trained_options
 
-    if not str(spec).startswith("trained:face-clip"):
+    if not str(spec).partition("?")[0] in FACE_WORLD_MODELS:
         return None
     _, options = trained_options(str(spec).partition(":")[2])
     uniform = options["uniform_named"] != -1.0
@@ -291,3 +296,63 @@ def reporting_planted(gaps: pd.DataFrame, epochs: int, share_spread: float) -> t
             f"the default, less often than blue, by reporting gaps up to {widest:g}, and a control naming both "
             f"equally; {shares}.")
     return text, [bool(widest > 0), bool(widest > 0)]
+
+
+# --------------------------------------------------------------------------- 01d: generative models
+# The same claims asked of a model that writes (:mod:`vlbias.markedness.generative`): by likelihood (the
+# paper's test with log P(text | image) for the cosine) and in the model's own descriptions.
+
+
+def likelihood_findings(single: dict[str, pd.DataFrame], records: pd.DataFrame, flags: pd.DataFrame, published=None,
+                        score: str = "mean", age_continues_person: bool = False) -> list:
+    """01d's claims by likelihood: :func:`unmarked_findings` on the likelihood flags, the published
+    numbers marked as CLIP's (the paper measured no generative model). Under ``score="sum"``, where
+    every age prompt continues the person prompt (``age_continues_person``), an image is unmarked by
+    age by construction (:func:`~vlbias.markedness.generative.likelihood_unmarked_flags`): the age claim
+    is then "cannot test", with the reason, never a verdict."""
+    from dataclasses import replace
+
+    from ..findings import Finding
+
+    found = [replace(finding, published=f"CLIP (the paper): {finding.published}")
+             for finding in unmarked_findings(single, records, flags, published)]
+    if score == "sum" and age_continues_person:
+        found[2] = Finding(found[2].claim, found[2].published,
+                           "not measurable by summed log-likelihood: every age prompt begins with the person prompt, "
+                           "so the person prompt is likelier for every image (score='mean' compares them)",
+                           "cannot test")
+    return found
+
+
+def description_findings(tables: dict[str, pd.DataFrame], records: pd.DataFrame, mentioned: pd.DataFrame) -> list:
+    """01d's claims in the model's own words (``tables``: :func:`~vlbias.markedness.generative.mention_tables`,
+    ``mentioned``: :func:`~vlbias.markedness.generative.mentions` of the descriptions): the markedness
+    hypothesis predicts that descriptions name race least for White faces, gender less for Male than
+    Female faces, and age less for the middle-aged (20-59, pooled, Newcombe's interval). The paper did
+    not measure descriptions; its hypothesis (the default goes unnamed) is what is tested."""
+    from ..findings import Finding, difference_verdict, order_verdict
+    from ..stats import rate_difference_interval
+
+    value, low, high = "mentioned_%", "ci_low_%", "ci_high_%"
+    race, gender = tables["race"].set_index("group"), tables["gender"].set_index("group")
+    lowest_other = race.drop(index="White")[value].idxmin()
+    male, female = gender.loc["Male"], gender.loc["Female"]
+    middle = records["age"].isin(MIDDLE_AGES).to_numpy()
+    named = mentioned["age"].to_numpy().astype(bool)
+    gap, gap_low, gap_high = rate_difference_interval(int(named[~middle].sum()), int((~middle).sum()),
+                                                      int(named[middle].sum()), int(middle.sum()))
+    hypothesis = "not measured; the paper's explanation (captions leave the default unnamed) predicts it"
+    return [
+        Finding("Descriptions of White faces name race less often than those of every other race", hypothesis,
+                f"White {_interval_text(race.loc['White'], value, low, high, 1, '%')}; the lowest other, "
+                f"{lowest_other}, {_interval_text(race.loc[lowest_other], value, low, high, 1, '%')}",
+                _extreme_verdict(tables["race"], "White", value, low, high, highest=False)),
+        Finding("Descriptions of Male faces name gender less often than those of Female faces", hypothesis,
+                f"Male {_interval_text(male, value, low, high, 1, '%')}, "
+                f"Female {_interval_text(female, value, low, high, 1, '%')}",
+                order_verdict((female[low], female[high]), (male[low], male[high]))),
+        Finding("Descriptions of the middle-aged (20-59) name age less often than those of the young and old",
+                hypothesis,
+                f"the rest minus 20-59, pooled: {100 * gap:+.1f} points [{100 * gap_low:+.1f}, {100 * gap_high:+.1f}]",
+                difference_verdict(gap_low, gap_high)),
+    ]

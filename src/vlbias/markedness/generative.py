@@ -198,23 +198,30 @@ def unmarked_rates_by_family(records: pd.DataFrame, flags: pd.DataFrame, familie
 # --------------------------------------------------------------------------- free descriptions
 
 
-def describe_images(model: VisionLanguageModel, dataset_or_images, prompt: str = DESCRIBE_PROMPT,
+def describe_images(model: VisionLanguageModel, dataset_or_images, prompt: str | None = DESCRIBE_PROMPT,
                     max_new_tokens: int = 60, batch_size: int = 8, chunk_size: int = 256, cache: bool = True,
-                    progress: bool = True, dataset_identity: str | None = None) -> list[str]:
+                    progress: bool = True, dataset_identity: str | None = None, threads: int | None = 1) -> list[str]:
     """One description per image: the model's greedy answer to ``prompt`` (:meth:`generate`), cached.
 
-    Generation is the slowest step of the notebook, so it is cached per chunk of ``chunk_size`` images
-    (:func:`vlbias.generations.generate_cached`: keyed by the model, the images, the prompt and
-    ``max_new_tokens``; a killed run resumes at the first missing chunk). ``cache=False`` writes nothing.
+    ``prompt=None`` shows the image alone, as a captioner is asked (the demo's ``trained:face-captioner``
+    was trained so). Generation is the slowest step of the notebook, so it is cached per chunk of
+    ``chunk_size`` images (:func:`vlbias.generations.generate_cached`: keyed by the model, the images,
+    the prompt and ``max_new_tokens``; a killed run resumes at the first missing chunk). ``cache=False``
+    writes nothing. ``threads``: torch threads while decoding (:func:`vlbias.device.torch_threads`; small
+    models decode token by token fastest on one; None keeps the current setting; on a GPU it does not matter).
     """
+    from ..device import torch_threads
+
     _check_model(model)
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise ValueError(f"prompt={prompt!r}: give the question the model answers, e.g. {DESCRIBE_PROMPT!r}.")
+    if prompt is not None and (not isinstance(prompt, str) or not prompt.strip()):
+        raise ValueError(f"prompt={prompt!r}: give the question the model answers, e.g. {DESCRIBE_PROMPT!r}, "
+                         "or None for the image alone (a captioner).")
     images, identity = resolve_images(dataset_or_images, dataset_identity)
-    return generate_cached(model, len(images), lambda start, stop: [images[i] for i in range(start, stop)], identity,
-                           prompt, max_new_tokens, what="vlm-descriptions", batch_size=batch_size,
-                           chunk_size=chunk_size, cache=cache, progress=progress,
-                           desc=f"descriptions ({model.spec})")
+    with torch_threads(threads):
+        return generate_cached(model, len(images), lambda start, stop: [images[i] for i in range(start, stop)],
+                               identity, prompt, max_new_tokens, what="vlm-descriptions", batch_size=batch_size,
+                               chunk_size=chunk_size, cache=cache, progress=progress,
+                               desc=f"descriptions ({model.spec})")
 
 
 @lru_cache(maxsize=1)
@@ -298,3 +305,110 @@ def mention_rates(records: pd.DataFrame, mentioned: pd.DataFrame, by: str | list
     frame["mentioned_%"] = 100 * frame["k"] / frame["n"]
     frame["ci_low_%"], frame["ci_high_%"] = 100 * low, 100 * high
     return frame.drop(columns="k")
+
+
+def mention_tables(records: pd.DataFrame, mentioned: pd.DataFrame, families: Sequence[str] = MENTION_ATTRIBUTES,
+                   confidence: float = 0.95) -> dict[str, pd.DataFrame]:
+    """Per family, how often each of its groups' descriptions name that family: ``{"race": table, ...}``,
+    each table ``group, n, mentioned_%, ci_low_%, ci_high_%`` (Wilson) in the paper's label order.
+
+    The words' counterpart of :func:`unmarked_rates_by_family`: race mentions per race, gender mentions
+    per gender, age mentions per age, the comparison the markedness hypothesis predicts (the default
+    goes unnamed). The tables read like Figures 4-6's, so :func:`~vlbias.markedness.plots.plot_family_bars`
+    draws them.
+    """
+    tables = {}
+    for family in families:
+        if family not in mentioned.columns:
+            raise ValueError(f"mentioned has no column {family!r}: give mentions(descriptions), whose columns are "
+                             f"{', '.join(MENTION_ATTRIBUTES)}.")
+        table = mention_rates(records, mentioned[[family]], family, confidence)
+        tables[family] = table.drop(columns="attribute").rename(columns={family: "group"})
+    return tables
+
+
+def rate_tables(long: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """:func:`unmarked_rates_by_family`'s long table as one table per family (``{"race": table, ...}``),
+    the shape :func:`mention_tables` gives and the markedness plots and findings read."""
+    return {family: part.drop(columns="family").reset_index(drop=True)
+            for family, part in long.groupby("family", sort=False)}
+
+
+def markedness_comparison(model_specs: Sequence[str], images, records: pd.DataFrame, prompts: dict[str, dict[str, str]] | None = None,
+                          person_prompt: str = PERSON_PROMPT, score: str = "mean", describe_prompt: str | None = DESCRIBE_PROMPT,
+                          likelihood_prompt: str | None = None, max_new_tokens: int = 60, batch_size: int = 8,
+                          names: dict[str, str] | None = None, device: str = "auto", half: bool = False,
+                          progress: bool = True) -> pd.DataFrame:
+    """Both of the page's measures for every generative model of ``model_specs``, in one long table.
+
+    Rows: ``model`` (its name in ``names``, else the spec), ``measure`` ("likelihood": unmarked by the
+    family's label prompts, :func:`likelihood_unmarked_flags` under ``score``; "description": the
+    descriptions do *not* name the family, 100 minus :func:`mention_tables`' rate, so both read as
+    "left unmarked" and higher means the group is the default), ``family``, ``group``, ``n``,
+    ``unmarked_%``, ``ci_low_%``, ``ci_high_%``. ``images`` are the pictures (a data set, or its
+    ``images(positions)``), ``records`` their labels (race, gender and age columns), row i for image i.
+    Each model's work is
+    cached, so a model the page measured before costs nothing; a model that fails to load or run
+    leaves a row in ``result.attrs["failures"]`` and the others' rows stand.
+    """
+    from ..models import for_each_model
+    from ..models.vision_language import load_vision_language_model
+
+    score = check_score_mode(score)
+    records = records.reset_index(drop=True)
+
+    def measure(spec, model):
+        flags = likelihood_unmarked_flags(model, images, prompts, person_prompt, prompt=likelihood_prompt,
+                                          score=score, batch_size=batch_size, progress=progress)
+        likelihood = unmarked_rates_by_family(records, flags).assign(measure="likelihood")
+        descriptions = describe_images(model, images, prompt=describe_prompt, max_new_tokens=max_new_tokens,
+                                       batch_size=batch_size, progress=progress)
+        words = []
+        for family, table in mention_tables(records, mentions(descriptions)).items():
+            words.append(table.assign(family=family, measure="description", **{
+                "unmarked_%": 100 - table["mentioned_%"], "ci_low_%": 100 - table["ci_high_%"],
+                "ci_high_%": 100 - table["ci_low_%"]}).drop(columns="mentioned_%"))
+        return pd.concat([likelihood, *words], ignore_index=True).assign(model=(names or {}).get(spec, spec))
+
+    frames, failures = for_each_model(list(model_specs), measure, load=load_vision_language_model, device=device,
+                                      half=half)
+    columns = ["model", "measure", "family", "group", "n", "unmarked_%", "ci_low_%", "ci_high_%"]
+    result = (pd.concat(list(frames.values()), ignore_index=True)[columns] if frames
+              else pd.DataFrame(columns=columns))
+    result.attrs.update(failures=failures, score=score)
+    return result
+
+
+def continues_person_prompt(prompts: dict[str, dict[str, str]] | None = None,
+                            person_prompt: str = PERSON_PROMPT) -> dict[str, bool]:
+    """Per family: does every label prompt begin with the person prompt (the age prompts "a photo of a
+    person between 20 and 29 years old" do)? Where it does, summed log-likelihood leaves every image
+    unmarked by that family by construction (:func:`likelihood_unmarked_flags`), and the page says so
+    instead of reading the 100%."""
+    prompts = _checked_prompts(prompts)
+    return {family: all(text.startswith(person_prompt + " ") for text in labels.values())
+            for family, labels in prompts.items()}
+
+
+def readings_agreement(flags: pd.DataFrame, mentioned: pd.DataFrame, families: Sequence[str] = MENTION_ATTRIBUTES,
+                       confidence: float = 0.95) -> pd.DataFrame:
+    """Do the two readings leave the same images unmarked? Per family, over the images: the share
+    unmarked by likelihood (``flags``: :func:`likelihood_unmarked_flags`), the share whose description
+    does not name the family (``mentioned``: :func:`mentions`), the share where the two agree, and
+    Cohen's kappa (agreement beyond what the two shares give by chance: 0 where one reading is
+    constant, NaN where both are the same constant). Columns ``family, n, unmarked_likelihood_%, unnamed_description_%,
+    agree_%, kappa``."""
+    from ..stats import cohen_kappa
+
+    if len(flags) != len(mentioned):
+        raise ValueError(f"flags has {len(flags)} rows and mentioned {len(mentioned)}: give both for the same images, "
+                         "in the same order.")
+    rows = []
+    for family in families:
+        by_likelihood = flags[family].to_numpy().astype(bool)
+        by_words = ~mentioned[family].to_numpy().astype(bool)
+        rows.append({"family": family, "n": len(flags), "unmarked_likelihood_%": 100 * by_likelihood.mean(),
+                     "unnamed_description_%": 100 * by_words.mean(),
+                     "agree_%": 100 * (by_likelihood == by_words).mean(),
+                     "kappa": cohen_kappa(by_likelihood, by_words)})
+    return pd.DataFrame(rows)

@@ -40,3 +40,22 @@ def with_group_label(table: pd.DataFrame, keys: list[str], column: str = "group"
 def selected(records: pd.DataFrame, where: np.ndarray | None = None) -> np.ndarray:
     """A boolean mask of the records to measure: ``where`` itself, or every record when it is None."""
     return np.ones(len(records), bool) if where is None else np.asarray(where, bool)
+
+
+def sample_per_group(records: pd.DataFrame, by: str | list[str], per_group: int | None, seed: int = 0) -> np.ndarray:
+    """Sorted record positions: ``per_group`` records drawn without replacement from every group of
+    ``records[by]`` (all of a smaller group's), under ``seed``; every position when ``per_group`` is None.
+
+    For measures too slow for a whole data set (a generative model scoring every image against every
+    prompt): a stratified sample keeps every group, and every intersection when ``by`` lists the
+    families, at a known size.
+    """
+    if per_group is None:
+        return np.arange(len(records))
+    if isinstance(per_group, bool) or not isinstance(per_group, (int, np.integer)) or per_group < 1:
+        raise ValueError(f"per_group must be a positive whole number of records per group (or None for all), "
+                         f"got {per_group!r}.")
+    rng = np.random.default_rng(seed)
+    chosen = [index if len(index) <= per_group else rng.choice(index, per_group, replace=False)
+              for index in group_indices(records.reset_index(drop=True), by).values()]
+    return np.sort(np.concatenate(chosen)) if chosen else np.arange(0)

@@ -41,8 +41,9 @@ def plot_by_age(table: pd.DataFrame, value: str, low: str, high: str, hue: str |
 
 
 def plot_bars(table: pd.DataFrame, key: str, value: str, low: str, high: str, ax=None, title: str = "",
-              ylabel: str = "", published: pd.DataFrame | None = None):
-    """Bars with interval whiskers per ``key`` label; published values (``group``, ``value``) as crosses."""
+              ylabel: str = "", published: pd.DataFrame | None = None, published_label: str = "published (paper)"):
+    """Bars with interval whiskers per ``key`` label; published values (``group``, ``value``) as crosses
+    named ``published_label`` in the legend."""
     import matplotlib.pyplot as plt
 
     ax = ax or plt.gca()
@@ -54,7 +55,7 @@ def plot_bars(table: pd.DataFrame, key: str, value: str, low: str, high: str, ax
         points = published[published["group"].isin(labels)]
         if len(points):
             ax.plot([labels.index(g) for g in points["group"]], points["value"], "kx", markersize=9,
-                    label="published (paper)")
+                    label=published_label)
     ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
     ax.set(title=title, ylabel=ylabel)
     ax.legend(fontsize="small")
@@ -97,17 +98,19 @@ def _published_points(published: pd.DataFrame | None, family: str, measure: str)
 
 def plot_family_bars(tables: dict[str, pd.DataFrame], value: str, low: str, high: str, titles: dict[str, str],
                      ylabel: str, published: pd.DataFrame | None = None, measure: str = "",
-                     figsize=None):
+                     figsize=None, published_label: str = "published (paper)"):
     """One :func:`plot_bars` panel per family (``tables``: family -> its groups' table, in panel order),
-    the paper's ``measure`` of that family as crosses; only the first panel carries ``ylabel``.
+    the paper's ``measure`` of that family as crosses (``published_label`` in the legend); only the
+    first panel carries ``ylabel``.
 
-    Defined for the per-family figures of ``01a_self_similarity`` (Tables 1-3) and
-    ``01b_markedness`` (Figures 4-6). Returns ``(fig, axes)``.
+    Defined for the per-family figures of ``01a_self_similarity`` (Tables 1-3), ``01b_markedness``
+    (Figures 4-6) and ``01d_generative_markedness`` (the same figures for a generative model, CLIP's
+    published values beside). Returns ``(fig, axes)``.
     """
     fig, axes = _family_panels(list(tables), figsize)
     for index, (ax, (family, table)) in enumerate(zip(axes, tables.items())):
         plot_bars(table, "group", value, low, high, ax=ax, title=titles[family], ylabel=ylabel if _first_column(ax) else "",
-                  published=_published_points(published, family, measure))
+                  published=_published_points(published, family, measure), published_label=published_label)
     return fig, axes
 
 

@@ -72,6 +72,30 @@ def _embeddings() -> core.StageDeclaration:
                             writes="FairFace image embeddings per model (cache: embeddings/)", units=embedding_units)
 
 
+def generative_estimates(parameters: core.Parameters, context: core.Context) -> list[core.Estimate]:
+    """01d per generative model: every sampled face scored against the person prompt and the 18 label
+    prompts (cached raw sums), and one description generated per face."""
+    from .prompts import label_prompts
+
+    split = parameters["split"]
+    images = context.sizes.get("fairface", core.KNOWN_SIZES.get(("fairface", split), 0))
+    per_group = parameters.get("images_per_group")
+    if per_group is not None:
+        images = min(images, int(per_group) * 126)  # at most per_group of each race x gender x age intersection
+    texts = 1 + sum(len(labels) for labels in label_prompts().values())
+    rates = core.throughputs()
+    tokens = images * int(parameters["max_new_tokens"])
+    rows = []
+    for spec in core.specs_of(parameters, EMBEDDED):
+        hours = images * texts / rates["vision-language scored texts/s"] / 3600 + tokens / rates["generated tokens/s"] / 3600
+        rows.append(core.Estimate(spec, images * texts, key=("vlm-scoring", spec, "fairface", str(split), per_group),
+                                  hours=hours, line=f"{spec}: {images:,} faces x {texts} prompts scored at an assumed "
+                                  f"{rates['vision-language scored texts/s']:g}/s, and {tokens:,} description tokens at "
+                                  f"{rates['generated tokens/s']:g}/s",
+                                  cached_line=f"{spec}: scored and described by an earlier run"))
+    return rows
+
+
 core.register(
     NOTEBOOKS,
     core.NotebookDeclaration("01a_self_similarity", datasets=fairface, model_parameters=EMBEDDED, stages=(_embeddings(),)),
@@ -79,4 +103,9 @@ core.register(
     core.NotebookDeclaration("01c_controlled_markedness", stages=(
         core.StageDeclaration("training", (), _training_estimate, writes="trained mini-CLIP checkpoints (cache: trained/)",
                          left="mini-CLIPs trained on the CPU in the notebook"),)),
+    core.NotebookDeclaration("01d_generative_markedness", datasets=fairface, model_parameters=EMBEDDED, stages=(
+        core.StageDeclaration("vlm-scoring", EMBEDDED, generative_estimates,
+                              writes="log-likelihoods and descriptions per generative model (cache: "
+                                     "vlm-log-likelihoods/, vlm-descriptions/)",
+                              left="the notebook scores and describes the faces itself (cached per chunk)"),)),
 )

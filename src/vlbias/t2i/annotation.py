@@ -15,6 +15,7 @@ import pandas as pd
 from PIL import Image
 
 from ..models.base import ImageTextModel
+from ..stats import cohen_kappa
 
 #: prompt(s) per label; several prompts for one label are averaged (a prompt ensemble)
 GENDER_PROMPTS: dict[str, list[str]] = {
@@ -209,19 +210,6 @@ def fleiss_kappa(counts) -> float:
     if expected == 1.0:
         return float("nan")  # every rating in one category: agreement beyond chance is undefined
     return float((per_item.mean() - expected) / (1.0 - expected))
-
-
-def cohen_kappa(first: Sequence, second: Sequence) -> float:
-    """Cohen's kappa between two label sequences over the same items."""
-    a, b = pd.Series(list(first), dtype=object), pd.Series(list(second), dtype=object)
-    if len(a) != len(b) or len(a) == 0:
-        raise ValueError(f"need two equally long, non-empty label sequences, got {len(a)} and {len(b)}")
-    observed = float((a.to_numpy() == b.to_numpy()).mean())
-    categories = sorted(set(a) | set(b), key=str)
-    pa = a.value_counts(normalize=True).reindex(categories, fill_value=0)
-    pb = b.value_counts(normalize=True).reindex(categories, fill_value=0)
-    expected = float((pa * pb).sum())
-    return float("nan") if expected == 1.0 else (observed - expected) / (1.0 - expected)
 
 
 def agreement(automatic: pd.Series, human: pd.Series) -> dict[str, float]:
