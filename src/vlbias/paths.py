@@ -107,3 +107,35 @@ def staged_directory(target: str | Path, prefix: str | None = None,
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def build_once(target: str | Path, build: Callable[[Path], None], prefix: str | None = None,
+               complete: Callable[[Path], bool] | None = None, threads: int | None = None) -> Path:
+    """``target``, built by ``build(staging)`` unless a complete one is there: the pattern of every
+    checkpoint and world the book trains or writes on first use.
+
+    ``complete(directory)`` says whether a directory is finished (default: it holds ``training.json``,
+    the file a trained recipe writes last). One process builds (:func:`one_builder`; the others wait,
+    then find it complete), into a staged sibling renamed into place (:func:`staged_directory`), so a
+    killed build leaves nothing half-built behind. ``threads``: torch threads while building
+    (:func:`vlbias.device.torch_threads`; trainers use 1, so their weights do not depend on the
+    machine's thread count), None leaves them alone.
+    """
+    from contextlib import nullcontext
+
+    target = Path(target)
+    complete = complete or (lambda directory: (directory / "training.json").exists())
+    if complete(target):
+        return target
+    with one_builder(target):
+        if complete(target):  # built by another process while this one waited
+            return target
+        if threads:
+            from .device import torch_threads
+
+            limit = torch_threads(threads)
+        else:
+            limit = nullcontext()
+        with staged_directory(target, prefix, complete=complete) as staging, limit:
+            build(staging)
+    return target

@@ -112,7 +112,7 @@ def profile_specs(profile: str = "full", project_dir: Path | None = None) -> dic
 GENERATIVE_VLM_REASON = ("a generative vision-language model: the mirror has no recipe for its tokenizer, chat "
                          "template and processor yet (tests/conformance/test_vlm_reference.py builds them at real "
                          "width with stand-in vocabularies; the 7B LLaVA would also need reduced depth here), so "
-                         "01d's full models do not run in the rehearsal")
+                         "01d's and 02d's full models do not run in the rehearsal")
 
 
 def mirror_targets(specs: dict[str, list[str]]) -> list[Target]:

@@ -8,22 +8,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vlbias.colorfoil import evaluation as cfe, findings as cff, stages as cfs
-from vlbias.colorfoil.construction import with_foils
+from vlbias.colorfoil import evaluation as cfe, findings as cff
 
 COLOUR, NO_COLOUR, MATCHER = ("trained:caption-clip?colour_words=1", "trained:caption-clip?colour_words=0",
                               "trained:caption-matcher")
-TARGETS = ["blue", "black", "red", "pink", "yellow", "grey", "orange", "white", "green", "brown"]
 
 
 @pytest.fixture(scope="module")
-def demo_scores():
-    datasets = cfs.evaluation_datasets("world", "val2017", ["val", "test"])
-    benchmarks, max_foils = cfs.foil_benchmarks(
-        datasets, None, foil_type="colour", construction="ours", coco_caption_choice="first_with_word",
-        flickr_caption_choice="first_with_word", colour_selection="css3", foil_targets=TARGETS, seed=0,
-        max_pairs=None, foil_counts=[1, 2, 4], confusion_foils=4)
-    datasets, _ = with_foils(datasets, benchmarks, "colour")
+def demo_scores(world_benchmarks):
+    datasets, benchmarks, max_foils = world_benchmarks
     scores, kinds, failures, _ = cfe.score_models([COLOUR, NO_COLOUR, MATCHER], datasets, benchmarks,
                                                   max_foils=max_foils, batch_size=16, device="cpu", progress=False)
     assert failures.empty, failures

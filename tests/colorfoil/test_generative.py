@@ -306,3 +306,48 @@ def test_the_real_path_on_a_tiny_random_vlm(coco, bench, monkeypatch):
     np.testing.assert_array_equal(likelihood_scores(model, coco, bench, max_foils=1, progress=False), scores)
     pd.testing.assert_frame_equal(two_choice(model, coco, bench, progress=False), choices)
     assert len(calls) == made  # both served from the cache
+
+
+# --------------------------------------------------------------------------- 02d's sentences and findings
+
+
+def _table(rows):
+    """A two_choice_table from {(model, dataset): per-reading (n, accuracy %, low, high)}."""
+    frames = []
+    for (model, dataset), readings in rows.items():
+        for reading, (n, value, low, high) in zip(READINGS, readings):
+            frames.append({"model": model, "dataset": dataset, "foils": 1, "reading": reading, "n": n,
+                           "accuracy_%": value, "ci_low_%": low, "ci_high_%": high})
+    return pd.DataFrame(frames)
+
+
+def test_two_choice_sentences_and_findings_never_read_a_position_as_content():
+    from vlbias import book
+    from vlbias.colorfoil import findings as cff
+
+    always_a = (40, 100.0, 91.2, 100.0), (40, 0.0, 0.0, 8.8), (40, 50.0, 35.2, 64.8), (40, 0.0, 0.0, 8.8), (40, 100.0, 91.2, 100.0)
+    good = (40, 90.0, 77.0, 96.0), (40, 85.0, 71.0, 93.0), (40, 87.5, 76.0, 94.0), (40, 80.0, 65.0, 90.0), (40, 12.0, 5.0, 26.0)
+    table = _table({("a", "coco"): always_a, ("g", "coco"): good})
+    text = cff.two_choice_sentences(table, {"g": "good model"})
+    assert "a on coco: the same label won in both orders for all 40 pairs" in text and "no finding" in text
+    assert "good model on coco: 87.5% [76.0, 94.0] averaged over the orders, above chance (50%)" in text
+    published = book.published("colorfoil_table1_samin2024")
+    chance = pd.DataFrame([{"model": m, "dataset": "coco", "n": 40, "label": m, "accuracy_%": v, "ci_low_%": lo,
+                            "ci_high_%": hi, "chance_%": 50.0, "ties": 0, "verdict": verdict}
+                           for m, v, lo, hi, verdict in (("a", 50.0, 35.2, 64.8, "at chance"),
+                                                         ("g", 90.0, 77.0, 96.0, "above chance"))])
+    assert [f.verdict for f in cff.generative_findings(chance, table, published, "g")] == ["supports", "supports"]
+    assert [f.verdict for f in cff.generative_findings(chance, table, published, "a")] == ["cannot tell", "cannot test"]
+    missing = cff.generative_findings(chance.iloc[:0], table.iloc[:0], published, "x")
+    assert [f.verdict for f in missing] == ["cannot test", "cannot test"]
+    assert cff.generative_planted("llava-hf/llava-1.5-7b-hf") == (None, None)
+
+
+def test_the_caption_captioner_refuses_bad_options_before_training():
+    from vlbias.models import load_vision_language_model
+
+    for spec, message in (("trained:caption-captioner?colour_words=2", "colour_words=2"),
+                          ("trained:caption-captioner?epochs=0", "epochs must be at least 1"),
+                          ("trained:caption-captioner?image_size=30", "multiple of 4")):
+        with pytest.raises(ValueError, match=message):
+            load_vision_language_model(spec)

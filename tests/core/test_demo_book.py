@@ -35,7 +35,7 @@ def demo_book_html(demo_book):
 #: the pages whose findings box must say what the demo's world planted (their models or data are generated)
 PLANTED_PAGES = {"01a_self_similarity", "01b_markedness", "01c_controlled_markedness", "01d_generative_markedness",
                  "02a_colorfoil_construction",
-                 "02b_colorfoil_evaluation", "02c_colorfoil_colour_model", "04a_generation", "04b_annotation_and_metrics",
+                 "02b_colorfoil_evaluation", "02c_colorfoil_colour_model", "02d_colorfoil_generative", "04a_generation", "04b_annotation_and_metrics",
                  "04c_cads", "04e_controlled_generation"}
 
 

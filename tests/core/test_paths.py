@@ -111,3 +111,31 @@ def test_a_failed_rename_without_a_finished_target_is_raised(tmp_path, monkeypat
             monkeypatch.setattr(pathlib.Path, "rename", refuse)
     monkeypatch.undo()
     assert not target.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_build_once_builds_into_place_once_and_a_failed_build_leaves_nothing(tmp_path):
+    from vlbias.paths import build_once
+
+    calls = []
+
+    def build(staging):
+        calls.append(staging)
+        assert staging != tmp_path / "model" and staging.parent == tmp_path  # a staged sibling, not the target
+        (staging / "weights").write_text("w")
+        (staging / "training.json").write_text("{}")
+
+    target = build_once(tmp_path / "model", build, ".model-")
+    assert target == tmp_path / "model" and (target / "weights").read_text() == "w"
+    assert build_once(tmp_path / "model", build, ".model-") == target and len(calls) == 1  # complete: not rebuilt
+
+    def broken(staging):
+        (staging / "weights").write_text("half")
+        raise RuntimeError("killed mid-build")
+
+    with pytest.raises(RuntimeError, match="killed mid-build"):
+        build_once(tmp_path / "other", broken, ".other-")
+    assert not (tmp_path / "other").exists() and not list(tmp_path.glob(".other-*"))
+    # another completeness marker (a world writes world.json); no training.json needed
+    world = build_once(tmp_path / "world", lambda staging: (staging / "world.json").write_text("{}"),
+                       complete=lambda directory: (directory / "world.json").exists())
+    assert (world / "world.json").exists()

@@ -314,3 +314,92 @@ def colour_model_planted(epochs: int, control: pd.Series | None = None) -> tuple
                  f"[{control['ci_low_%']:.1f}, {control['ci_high_%']:.1f}] with {int(control['foils'])} foil "
                  f"(chance {control['chance_%']:.0f}%).")
     return text, [True, False]
+
+
+# --------------------------------------------------------------------------- 02d: generative models
+
+def two_choice_sentences(table: pd.DataFrame, labels: Mapping[str, str] | None = None) -> str:
+    """One sentence per model and data set of :func:`~vlbias.colorfoil.generative.two_choice_table`:
+    the accuracy averaged over the orders against chance (50%), and the position-bias rate. Where the
+    same label won in both orders for every pair, the average is no finding (a model that always
+    answers "A" scores exactly 50%), and the sentence says so instead."""
+    labels = labels or {}
+    parts = []
+    for (model, dataset), rows in table.groupby(["model", "dataset"], sort=False):
+        rows = rows.set_index("reading")
+        average, bias = rows.loc["averaged over orders"], rows.loc["same label in both orders (position bias)"]
+        name = labels.get(model, model)
+        if int(average["n"]) == 0:
+            parts.append(f"{name} on {dataset}: undefined, no pair has a foil.")
+            continue
+        if bias["accuracy_%"] == 100:
+            parts.append(f"{name} on {dataset}: the same label won in both orders for all {int(bias['n'])} pairs, so its "
+                         "choices follow the position, not the content; its 50% average is no finding.")
+            continue
+        where = ("above chance" if average["ci_low_%"] > 50 else "below chance" if average["ci_high_%"] < 50
+                 else "at chance")
+        parts.append(f"{name} on {dataset}: {average['accuracy_%']:.1f}% [{average['ci_low_%']:.1f}, "
+                     f"{average['ci_high_%']:.1f}] averaged over the orders, {where} (50%); the same label won in both "
+                     f"orders for {bias['accuracy_%']:.0f}% of pairs.")
+    return " ".join(parts)
+
+
+def generative_findings(chance: pd.DataFrame, choices: pd.DataFrame, published: pd.DataFrame, model: str,
+                        labels: Mapping[str, str] | None = None) -> list:
+    """02d's claims for the generative ``model``: (1) the paper's first claim, that a model which reads
+    the image tells a caption from its colour foil above chance, by likelihood (``chance``:
+    :func:`against_chance` rows with a ``dataset`` column, 1 foil); (2) asked as a two-choice question
+    (``choices``: :func:`~vlbias.colorfoil.generative.two_choice_table`), it chooses the caption above
+    chance averaged over the orders, which the paper did not measure. A model that answered by position
+    alone for every pair cannot test (2): its 50% is the position, not the content."""
+    from ..findings import Finding
+
+    labels = labels or {}
+    name = labels.get(model, model)
+    published_clip = _published_accuracy(published, "CLIP")
+    rows = chance[chance["model"] == model]
+    if rows.empty or not rows["n"].sum():
+        first = Finding("A model that reads the image tells a caption from its colour foil above chance (1 foil: 50%)",
+                        f"CLIP (image-text, the paper): {published_clip}", f"{name}: no pair scored", "cannot test")
+    else:
+        verdicts = set(rows["verdict"])
+        verdict = ("supports" if verdicts == {"above chance"} else "contradicts" if verdicts == {"below chance"}
+                   else "cannot tell")
+        first = Finding("A model that reads the image tells a caption from its colour foil above chance (1 foil: 50%)",
+                        f"CLIP (image-text, the paper): {published_clip}",
+                        f"{name} by likelihood: " + "; ".join(
+                            f"{row['dataset']} {row['accuracy_%']:.1f}% [{row['ci_low_%']:.1f}, {row['ci_high_%']:.1f}]"
+                            for _, row in rows.iterrows()), verdict)
+    claim = "Asked which caption describes the image, it chooses the caption above chance (averaged over the orders: 50%)"
+    asked = choices[choices["model"] == model]
+    average = asked[asked["reading"] == "averaged over orders"]
+    bias = asked[asked["reading"] == "same label in both orders (position bias)"]
+    if average.empty or not average["n"].sum():
+        second = Finding(claim, "not measured (the paper scores image-text models only)", f"{name}: no pair asked",
+                         "cannot test")
+    elif (bias["accuracy_%"] == 100).all():
+        second = Finding(claim, "not measured (the paper scores image-text models only)",
+                         f"{name}: the same label won in both orders for every pair: it answers by position",
+                         "cannot test")
+    else:
+        text = "; ".join(f"{row['dataset']} {row['accuracy_%']:.1f}% [{row['ci_low_%']:.1f}, {row['ci_high_%']:.1f}]"
+                         for _, row in average.iterrows())
+        above, below = (average["ci_low_%"] > 50).all(), (average["ci_high_%"] < 50).all()
+        second = Finding(claim, "not measured (the paper scores image-text models only)", f"{name}: {text}",
+                         "supports" if above else "contradicts" if below else "cannot tell")
+    return [first, second]
+
+
+def generative_planted(model: str) -> tuple[str | None, list[bool] | None]:
+    """For :func:`generative_findings`: what the caption world plants when ``model`` was trained there
+    (``trained:caption-captioner``): claim 1 where its captions kept their colour words; claim 2 never
+    (the captioners were trained to caption, never asked a question). ``(None, None)`` for the papers'
+    models."""
+    from ..models.trained import describe_trained, trained_options
+
+    if not str(model).startswith("trained:caption-captioner"):
+        return None, None
+    body = str(model).partition(":")[2]
+    _, options = trained_options(body)
+    return (f"The model: {describe_trained(body)}. It was never asked a question, so the world plants no answer "
+            "to the two-choice one.", [bool(options["colour_words"]), False])

@@ -260,3 +260,43 @@ def two_choice_per_colour(benchmark: pd.DataFrame, choices: pd.DataFrame, readin
     if not rows:
         return pd.DataFrame(columns=columns)
     return pd.DataFrame(rows)[columns].sort_values(["n", "colour"], ascending=[False, True]).reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- every model, both readings
+
+
+def score_generative_models(model_specs: Sequence[str], datasets: Mapping[str, object],
+                            benchmarks: Mapping[str, pd.DataFrame], max_foils: int = 4, prompt: str | None = None,
+                            template: str = TWO_CHOICE_TEMPLATE, labels: Sequence[str] = TWO_CHOICE_LABELS,
+                            batch_size: int = 16, device=None, half: bool = False,
+                            progress: bool = True) -> tuple[dict, dict, pd.DataFrame]:
+    """Both readings of 02d for every generative model on every data set.
+
+    Returns ``(scores, choices, failures)``: ``scores[score][(spec, dataset)]``, the
+    :func:`likelihood_scores` matrix under ``score`` "sum" and "mean" (one model pass: the mean divides
+    the cached sums), which :func:`~vlbias.colorfoil.evaluation.evaluation_table` reads as Table 1;
+    ``choices[(spec, dataset)]``, :func:`two_choice`'s table, which :func:`two_choice_table` reads; and
+    ``failures``, one row per model that failed to load or run (the others' results stand).
+    """
+    from ..models import for_each_model
+    from ..models.vision_language import load_vision_language_model
+
+    def score_all(spec, model):
+        out = {}
+        for name, dataset in datasets.items():
+            sums = likelihood_scores(model, dataset, benchmarks[name], max_foils=max_foils, prompt=prompt,
+                                     batch_size=batch_size, progress=progress)
+            means = likelihood_scores(model, dataset, benchmarks[name], max_foils=max_foils, score="mean",
+                                      prompt=prompt, batch_size=batch_size, progress=False)
+            asked = two_choice(model, dataset, benchmarks[name], template=template, labels=labels,
+                               batch_size=batch_size, progress=progress)
+            out[name] = (sums, means, asked)
+        return out
+
+    results, failures = for_each_model(list(model_specs), score_all, load=load_vision_language_model, device=device,
+                                       half=half)
+    scores, choices = {"sum": {}, "mean": {}}, {}
+    for spec, out in results.items():
+        for name, (sums, means, asked) in out.items():
+            scores["sum"][spec, name], scores["mean"][spec, name], choices[spec, name] = sums, means, asked
+    return scores, choices, failures

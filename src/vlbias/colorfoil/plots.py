@@ -115,3 +115,37 @@ def plot_per_colour(per_colour: pd.DataFrame, model_column: str = "model"):
     ax.legend(fontsize=8, bbox_to_anchor=(0.5, 0), loc="upper center", borderaxespad=4.5, ncol=min(4, len(models)))
     fig.tight_layout()
     return fig
+
+
+def plot_two_choice(table: pd.DataFrame, labels: dict | None = None):
+    """The two-choice readings (:func:`~vlbias.colorfoil.generative.two_choice_table`) as bars with their
+    95% intervals, one panel per data set, one group of bars per model: right with the caption first,
+    with the foil first, averaged over the orders (chance 50%, dotted), right in both orders (chance
+    25%, dotted) and the position-bias rate (hatched: a rate of answering by position, not an accuracy)."""
+    import matplotlib.pyplot as plt
+
+    from .generative import READINGS
+
+    labels = labels or {}
+    datasets = list(dict.fromkeys(table["dataset"]))
+    models = list(dict.fromkeys(table["model"]))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(3.75 * len(datasets), 3.4), squeeze=False, sharey=True)
+    colours = plt.get_cmap("tab10")(np.arange(len(READINGS)))
+    width = 0.8 / len(READINGS)
+    for ax, dataset in zip(axes[0], datasets):
+        part = table[table["dataset"] == dataset]
+        for j, reading in enumerate(READINGS):
+            rows = part[part["reading"] == reading].set_index("model").reindex(models)
+            x = np.arange(len(models)) + (j - (len(READINGS) - 1) / 2) * width
+            whiskers = np.clip([rows["accuracy_%"] - rows["ci_low_%"], rows["ci_high_%"] - rows["accuracy_%"]], 0, None)
+            ax.bar(x, rows["accuracy_%"], width, yerr=whiskers, capsize=2, color=colours[j], label=reading,
+                   hatch="//" if j == len(READINGS) - 1 else None, edgecolor="white" if j < len(READINGS) - 1 else "black")
+        for chance in (50, 25):
+            ax.axhline(chance, color="grey", linestyle=":", linewidth=1)
+        ax.set_xticks(np.arange(len(models)), [textwrap.fill(str(labels.get(m, m)), 18) for m in models])
+        ax.set(ylim=(0, 100), title=dataset)
+    axes[0][0].set_ylabel("% of pairs, 95% interval")
+    handles, names = axes[0][-1].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    return fig

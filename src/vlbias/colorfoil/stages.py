@@ -126,6 +126,21 @@ def _colour_model_estimate(parameters: core.Parameters, context: core.Context) -
     return [core.Estimate(None, 1, hours=0.1, line="trains a small CLIP-style model on easy-VQA (minutes)")]
 
 
+def generative_estimates(parameters: core.Parameters, context: core.Context) -> list[core.Estimate]:
+    """02d per generative model: the caption and its foils scored with every pair's image (the
+    likelihood reading), and the caption against its first foil asked in both orders, two answers each
+    (the two-choice reading)."""
+    rates = core.throughputs()
+    width = 1 + max(parameters["foil_counts"])
+    pairs = sum(COLORFOIL_PAIRS.values())
+    texts = pairs * (width + 4)
+    return [core.Estimate(spec, texts, hours=texts / rates["vision-language scored texts/s"] / 3600,
+                          line=f"{spec}: {texts:,} image-text pairs scored ({pairs:,} captions with {width - 1} foils, "
+                               f"and each asked as a two-choice question in both orders) at an assumed "
+                               f"{rates['vision-language scored texts/s']:g}/s")
+            for spec in core.specs_of(parameters, ("model_specs",))]
+
+
 core.register(
     NOTEBOOKS,
     core.NotebookDeclaration("02a_colorfoil_construction", datasets=data_needs),
@@ -136,6 +151,12 @@ core.register(
                 core.StageDeclaration("lm-scoring", ("blind_lm_spec",), blind_estimates,
                                  writes="language-model scores of captions and foils (cache)",
                                  left="the blind baseline's scores; the notebook computes them (cached)"))),
+    core.NotebookDeclaration(
+        "02d_colorfoil_generative", datasets=data_needs, model_parameters=("model_specs",),
+        stages=(core.StageDeclaration("vlm-scoring", ("model_specs",), generative_estimates,
+                                      writes="log-likelihoods of captions, foils and answers per generative model "
+                                             "(cache: colorfoil/)",
+                                      left="the notebook scores the pairs itself (cached per chunk)"),)),
     core.NotebookDeclaration("02c_colorfoil_colour_model", datasets=_easy_vqa, stages=(
         core.StageDeclaration("training", (), _colour_model_estimate, writes="the easy-VQA colour model (in memory)",
                          left="trained in the notebook"),)),

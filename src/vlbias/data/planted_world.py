@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from ..paths import cache_dir, one_builder, staged_directory
+from ..paths import build_once, cache_dir
 from .base import DatasetNotFoundError, ImageDataset, file_sha256, make_identity, sha256_hex
 from .registry import not_found_message, register_dataset, register_fixture
 
@@ -214,17 +214,8 @@ def world_root(**parameters) -> Path:
     canonical = world_parameters(**parameters)
     target = cache_dir() / "worlds" / f"world-{world_key(canonical)}"
 
-    def written(directory: Path) -> bool:
-        return (directory / "world.json").exists()
-
-    if written(target):
-        return target
-    with one_builder(target):
-        if written(target):  # written by another process while this one waited
-            return target
-        with staged_directory(target, prefix=".world-", complete=written) as staging:
-            write_world(staging, **parameters)
-    return target
+    return build_once(target, lambda staging: write_world(staging, **parameters), ".world-",
+                      complete=lambda directory: (directory / "world.json").exists())
 
 
 @register_fixture("planted-world", version=WORLD_VERSION)

@@ -10,6 +10,9 @@ answer is known (colour is the only thing a caption says that the picture shows)
 * ``trained:caption-matcher``: a small cross-attention pairwise matcher (a transformers
   ``ViltForImageAndTextRetrieval``, loaded by the ViLT backend unchanged) trained with an
   image-text-matching loss, each caption that names a colour against its colour foil;
+* ``trained:caption-captioner?colour_words=1`` and ``=0``: small LLaVA captioners (02d's generative
+  stand-ins, :mod:`vlbias.models.small_llava`) trained to write those captions, with and without their
+  colour words;
 * ``trained:easy-vqa-colour``: 02c's easy-VQA colour model (the same cache directory as 02c's, so
   it trains once for both pages).
 
@@ -28,7 +31,7 @@ import numpy as np
 
 from ..data.base import sha256_hex
 from ..data.caption_world import CAPTION_WORLD_DEFAULTS, PALETTE, main_colours, world_colours
-from ..paths import cache_dir
+from ..paths import build_once, cache_dir
 from .mini_clip import MiniClipConfig, TrainingExamples, train_mini_clip
 from .trained import register_trained, save_trained
 
@@ -99,6 +102,12 @@ def strip_colour_words(caption: str, colours) -> str:
     return text[:1].upper() + text[1:] if caption[:1].isupper() else text
 
 
+def _check_colour_words(recipe: str, colour_words: int) -> None:
+    if colour_words not in (0, 1):
+        raise ValueError(f"trained:{recipe}: colour_words={colour_words!r}: give 1 (captions keep their colour "
+                         "words) or 0 (every colour word removed).")
+
+
 def _train_split(options: dict):
     from ..data import load_dataset
 
@@ -114,9 +123,7 @@ CAPTION_CLIP_DEFAULTS = {"colour_words": 1, **_WORLD_OPTIONS, "epochs": 10, "bat
 
 def _caption_clip_recipe(colour_words: int, epochs: int, batch_size: int, learning_rate: float, seed: int,
                          **world) -> tuple[MiniClipConfig, dict, Path]:
-    if colour_words not in (0, 1):
-        raise ValueError(f"trained:caption-clip: colour_words={colour_words!r}: give 1 (captions keep their colour "
-                         "words) or 0 (every colour word removed).")
+    _check_colour_words("caption-clip", colour_words)
     image_size = world["image_size"]
     config = MiniClipConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, width=64, layers=2,
                             heads=2, patch_size=image_size // 4, projection_dim=32, seed=seed)
@@ -176,22 +183,8 @@ def matcher_pairs(captions: list[list[str]], mains: list[str], colours: list[str
 def caption_matcher(**options) -> Path:
     """A small ViLT-style pairwise matcher trained with an image-text-matching loss on the COCO caption
     world's train2017 captions that name a colour (positives) and their colour foils (negatives)."""
-    from ..device import torch_threads
-    from ..paths import one_builder, staged_directory
-
     about, target = _matcher_recipe(**options)
-
-    def trained(directory: Path) -> bool:
-        return (directory / "training.json").exists()
-
-    if trained(target):
-        return target
-    with one_builder(target):
-        if trained(target):
-            return target
-        with staged_directory(target, ".caption-matcher-", complete=trained) as staging, torch_threads(1):
-            _train_matcher(staging, options, about)
-    return target
+    return build_once(target, lambda staging: _train_matcher(staging, options, about), ".caption-matcher-", threads=1)
 
 
 def _train_matcher(directory: Path, options: dict, about: dict) -> None:
@@ -242,3 +235,63 @@ def _train_matcher(directory: Path, options: dict, about: dict) -> None:
                         "seconds": round(time.monotonic() - started, 1)})
     save_trained(directory, model, processor, {**about, "train_images": len(images), "history": history,
                                                "seconds": round(time.monotonic() - started, 1)})
+
+
+# --------------------------------------------------------------------------- generative captioners (02d)
+
+CAPTION_CAPTIONER_DEFAULTS = {"colour_words": 1, **_WORLD_OPTIONS, "epochs": 6, "batch_size": 32,
+                              "learning_rate": 3e-3, "seed": 0}
+
+
+def _captioner_recipe(colour_words: int, epochs: int, batch_size: int, learning_rate: float, seed: int,
+                      **world) -> tuple[dict, dict, Path]:
+    from .small_llava import HEADS, TEXT_LAYERS, VISION_LAYERS, WIDTH
+
+    _check_colour_words("caption-captioner", colour_words)
+    for key, value, least in (("epochs", epochs, 1), ("batch_size", batch_size, 1)):
+        if value < least:
+            raise ValueError(f"trained:caption-captioner: {key} must be at least {least}, got {value!r}")
+    if not learning_rate > 0:
+        raise ValueError(f"trained:caption-captioner: learning_rate must be positive, got {learning_rate!r}")
+    if world["image_size"] % 4:
+        raise ValueError(f"trained:caption-captioner: image_size must be a multiple of 4 (the vision tower reads a "
+                         f"4 x 4 grid of patches), got {world['image_size']!r}")
+    training = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate}
+    about = {"version": CAPTION_MODELS_VERSION, "colour_words": colour_words, "world": world_query(world),
+             "training": training, "seed": seed,
+             "model": {"width": WIDTH, "text_layers": TEXT_LAYERS, "vision_layers": VISION_LAYERS, "heads": HEADS}}
+    key = sha256_hex(json.dumps(about, sort_keys=True))[:16]
+    return training, about, cache_dir() / "trained" / f"caption-captioner-{key}"
+
+
+def _explain_captioner(**options) -> str:
+    from .small_llava import describe_size
+
+    words = ("with the colour words in its captions" if options["colour_words"]
+             else "with every colour word removed from its captions (it never saw a colour named)")
+    return (f"a small LLaVA captioner ({describe_size()}) trained {_world_sentence(options)} to write each picture's "
+            f"five captions, shown the picture alone, {words}; {options['epochs']} epochs, seed {options['seed']}")
+
+
+@register_trained("caption-captioner", "vision-language", CAPTION_CAPTIONER_DEFAULTS,
+                  target=lambda **options: _captioner_recipe(**options)[2], explain=_explain_captioner)
+def caption_captioner(**options) -> Path:
+    """A small LLaVA (:mod:`vlbias.models.small_llava`) trained to write the COCO caption world's
+    train2017 captions, every picture with each of its five, with or without their colour words
+    (``colour_words``): the generative stand-ins of 02d."""
+    from .small_llava import train_small_llava
+
+    training, about, target = _captioner_recipe(**options)
+
+    def train(staging: Path) -> None:
+        _, split = _train_split(options)
+        colours = world_colours(options["colours"])
+        images, captions = [], []
+        for picture, texts in zip([image.convert("RGB") for image in split.images()], split.records["captions"]):
+            for text in texts:
+                images.append(picture)
+                captions.append(text if options["colour_words"] else strip_colour_words(text, colours))
+        train_small_llava(staging, images, captions, options["image_size"], training, options["seed"], about,
+                          name="caption-captioner")
+
+    return build_once(target, train, ".caption-captioner-", threads=1)

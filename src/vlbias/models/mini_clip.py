@@ -19,8 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..device import torch_threads
-from ..paths import one_builder, staged_directory
+from ..paths import build_once
 
 
 @dataclass(frozen=True)
@@ -102,57 +101,53 @@ def train_mini_clip(target: str | Path, examples: Callable[[], TrainingExamples]
     def trained(directory: Path) -> bool:
         return (directory / "training.json").exists() and all(snapshot(directory, n).exists() for n in snapshots)
 
-    if trained(target):
-        return target
-    with one_builder(target):
-        if trained(target):  # trained by another process while this one waited
-            return target
-        with staged_directory(target, ".mini-clip-", complete=trained) as staging, torch_threads(1):
-            data = examples()
-            image_size = data.images[0].size[0]
-            model, tokenizer, image_processor = _new_model(staging, config, set(words) | caption_words(data.captions),
-                                                           image_size, max_tokens)
-            pixels = image_processor(images=list(data.images), return_tensors="pt")["pixel_values"]
-            classes, texts = np.asarray(data.classes), data.captions
-            tokens_of = CaptionTokens(tokenizer)
-            generator = np.random.default_rng(config.seed)
-            # foreach: one call updates every tensor, bit for bit as the per-tensor loop (tests/core/models/test_trained.py)
-            optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.01, foreach=True)
-            history, started = [], time.monotonic()
-            if 0 in snapshots:
-                _save(model, tokenizer, image_processor, snapshot(staging, 0))
-            model.train()
-            torch.manual_seed(config.seed)
-            for epoch in tqdm(range(config.epochs), desc=description, disable=not progress, leave=False):
-                order, losses = generator.permutation(len(texts)), []
-                for start in range(0, len(order), config.batch_size):
-                    batch = order[start:start + config.batch_size]
-                    captions = [texts[i][generator.integers(len(texts[i]))] for i in batch]
-                    tokens = tokens_of(captions)
-                    image = _pooled(model.get_image_features(pixel_values=pixels[batch]))
-                    text = _pooled(model.get_text_features(**tokens))
-                    logits = model.logit_scale.exp() * (image / image.norm(dim=-1, keepdim=True)) @ (
-                        text / text.norm(dim=-1, keepdim=True)).T
-                    same = torch.from_numpy(classes[batch][:, None] == classes[batch][None, :]).float()
-                    targets = same / same.sum(dim=1, keepdim=True)  # symmetric, so rows serve both directions
-                    loss = 0.5 * (torch.sum(-targets * logits.log_softmax(dim=1), dim=1).mean()
-                                  + torch.sum(-targets * logits.T.log_softmax(dim=1), dim=1).mean())
-                    optimizer.zero_grad()
-                    loss.backward()
-                    optimizer.step()
-                    with torch.no_grad():
-                        model.logit_scale.clamp_(0, np.log(100))
-                    losses.append(float(loss.detach()))
-                history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)),
-                                "seconds": round(time.monotonic() - started, 1)})
-                if epoch + 1 in snapshots:
-                    _save(model, tokenizer, image_processor, snapshot(staging, epoch + 1))
-            _save(model, tokenizer, image_processor, staging)
-            (staging / "training.json").write_text(json.dumps(
-                {**(about or {}), "config": asdict(config), "train_images": len(texts), "history": history,
-                 "seconds": round(time.monotonic() - started, 1), "caption_words": sorted(caption_words(texts))},
-                indent=1))
-    return target
+    def build(staging: Path) -> None:
+        data = examples()
+        image_size = data.images[0].size[0]
+        model, tokenizer, image_processor = _new_model(staging, config, set(words) | caption_words(data.captions),
+                                                       image_size, max_tokens)
+        pixels = image_processor(images=list(data.images), return_tensors="pt")["pixel_values"]
+        classes, texts = np.asarray(data.classes), data.captions
+        tokens_of = CaptionTokens(tokenizer)
+        generator = np.random.default_rng(config.seed)
+        # foreach: one call updates every tensor, bit for bit as the per-tensor loop (tests/core/models/test_trained.py)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.01, foreach=True)
+        history, started = [], time.monotonic()
+        if 0 in snapshots:
+            _save(model, tokenizer, image_processor, snapshot(staging, 0))
+        model.train()
+        torch.manual_seed(config.seed)
+        for epoch in tqdm(range(config.epochs), desc=description, disable=not progress, leave=False):
+            order, losses = generator.permutation(len(texts)), []
+            for start in range(0, len(order), config.batch_size):
+                batch = order[start:start + config.batch_size]
+                captions = [texts[i][generator.integers(len(texts[i]))] for i in batch]
+                tokens = tokens_of(captions)
+                image = _pooled(model.get_image_features(pixel_values=pixels[batch]))
+                text = _pooled(model.get_text_features(**tokens))
+                logits = model.logit_scale.exp() * (image / image.norm(dim=-1, keepdim=True)) @ (
+                    text / text.norm(dim=-1, keepdim=True)).T
+                same = torch.from_numpy(classes[batch][:, None] == classes[batch][None, :]).float()
+                targets = same / same.sum(dim=1, keepdim=True)  # symmetric, so rows serve both directions
+                loss = 0.5 * (torch.sum(-targets * logits.log_softmax(dim=1), dim=1).mean()
+                              + torch.sum(-targets * logits.T.log_softmax(dim=1), dim=1).mean())
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                with torch.no_grad():
+                    model.logit_scale.clamp_(0, np.log(100))
+                losses.append(float(loss.detach()))
+            history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)),
+                            "seconds": round(time.monotonic() - started, 1)})
+            if epoch + 1 in snapshots:
+                _save(model, tokenizer, image_processor, snapshot(staging, epoch + 1))
+        _save(model, tokenizer, image_processor, staging)
+        (staging / "training.json").write_text(json.dumps(
+            {**(about or {}), "config": asdict(config), "train_images": len(texts), "history": history,
+             "seconds": round(time.monotonic() - started, 1), "caption_words": sorted(caption_words(texts))},
+            indent=1))
+
+    return build_once(target, build, ".mini-clip-", complete=trained, threads=1)
 
 
 class CaptionTokens:

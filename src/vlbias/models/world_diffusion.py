@@ -43,8 +43,7 @@ from ..data.planted_world import (
     world_parameters,
     world_root,
 )
-from ..device import torch_threads
-from ..paths import cache_dir, one_builder, staged_directory
+from ..paths import build_once, cache_dir
 from .trained import register_trained
 
 #: bump when the same options would train different weights
@@ -220,23 +219,14 @@ def train_world_diffusion(target: str | Path, pixels: np.ndarray, kinds: list[st
     ``extra_words`` join the vocabulary (Part IV's profession world). ``training.json`` holds
     ``about``, the loss every 100 steps and the time taken.
     """
-    target = Path(target)
+    def build(staging: Path) -> None:
+        pipeline, history, seconds = _train(staging, pixels, kinds, config, captions, extra_words)
+        pipeline.save_pretrained(staging)
+        (staging / "training.json").write_text(json.dumps(
+            {**(about or {}), "config": asdict(config), "train_images": len(kinds), "history": history,
+             "seconds": seconds}, indent=1))
 
-    def trained(directory: Path) -> bool:
-        return (directory / "training.json").exists()
-
-    if trained(target):
-        return target
-    with one_builder(target):
-        if trained(target):  # trained by another process while this one waited
-            return target
-        with staged_directory(target, ".world-diffusion-", complete=trained) as staging, torch_threads(1):
-            pipeline, history, seconds = _train(staging, pixels, kinds, config, captions, extra_words)
-            pipeline.save_pretrained(staging)
-            (staging / "training.json").write_text(json.dumps(
-                {**(about or {}), "config": asdict(config), "train_images": len(kinds), "history": history,
-                 "seconds": seconds}, indent=1))
-    return target
+    return build_once(target, build, ".world-diffusion-", threads=1)
 
 
 def _train(staging: Path, pixels: np.ndarray, kinds: list[str], config: DiffusionTrainingConfig,
