@@ -411,3 +411,25 @@ def test_01d_findings_judge_planted_tables_and_refuse_the_sum_modes_age_column()
     summed = likelihood_findings(unmarked, records, flags, score="sum", age_continues_person=True)
     assert [f.verdict for f in summed] == ["supports", "supports", "cannot test"]
     assert "begins with the person prompt" in summed[2].ours
+
+
+def test_01d_sentences_say_why_instead_of_reading_a_degenerate_column():
+    from vlbias.markedness.findings import agreement_sentences, likelihood_sentences
+
+    def table(rates):
+        return pd.DataFrame([{"group": g, "n": 100, "unmarked_%": r, "ci_low_%": r - 5, "ci_high_%": r + 5}
+                             for g, r in rates.items()])
+
+    rates = {"sum": {"race": table({"White": 80, "Black": 10}), "age": table({"0-2": 100, "20-29": 100})},
+             "mean": {"age": table({"0-2": 10, "20-29": 30})}}
+    text = likelihood_sentences(rates, {"race": False, "age": True}, "a photo of a person")
+    assert "**Race, summed.** Highest unmarked rate: **White**, 80.0%" in text
+    assert "**Age, summed.** Not a finding: every age prompt begins with 'a photo of a person'" in text
+    assert "**Age, per-token.** Highest unmarked rate: **20-29**, 30.0%" in text
+    agreement = pd.DataFrame([{"score": "sum", "family": "age", "agree_%": 40.0, "kappa": 0.0},
+                              {"score": "mean", "family": "age", "agree_%": 71.4, "kappa": 0.36},
+                              {"score": "mean", "family": "gender", "agree_%": 100.0, "kappa": float("nan")}])
+    said = agreement_sentences(agreement, {"age": True})
+    assert said == ("By age (summed): not read, every face is unmarked by construction. By age (per token): the "
+                    "readings agree on 71% of faces, κ = 0.36. By gender (per token): the readings agree on 100% of "
+                    "faces, κ undefined (both readings leave every face the same way).")

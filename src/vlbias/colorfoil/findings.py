@@ -318,6 +318,19 @@ def colour_model_planted(epochs: int, control: pd.Series | None = None) -> tuple
 
 # --------------------------------------------------------------------------- 02d: generative models
 
+def _two_choice_reading(average, bias) -> str:
+    """What one model's two-choice rows say (``average``: its "averaged over orders" row, ``bias``: its
+    position-bias row): "none" (no pair asked), "position" (the same label won in both orders for every
+    pair, so the 50% average is the position, not the content), else where the average's interval lies
+    against chance (50%): "above chance", "below chance" or "at chance"."""
+    if int(average["n"]) == 0:
+        return "none"
+    if bias["accuracy_%"] == 100:
+        return "position"
+    return ("above chance" if average["ci_low_%"] > 50 else "below chance" if average["ci_high_%"] < 50
+            else "at chance")
+
+
 def two_choice_sentences(table: pd.DataFrame, labels: Mapping[str, str] | None = None) -> str:
     """One sentence per model and data set of :func:`~vlbias.colorfoil.generative.two_choice_table`:
     the accuracy averaged over the orders against chance (50%), and the position-bias rate. Where the
@@ -328,16 +341,14 @@ def two_choice_sentences(table: pd.DataFrame, labels: Mapping[str, str] | None =
     for (model, dataset), rows in table.groupby(["model", "dataset"], sort=False):
         rows = rows.set_index("reading")
         average, bias = rows.loc["averaged over orders"], rows.loc["same label in both orders (position bias)"]
-        name = labels.get(model, model)
-        if int(average["n"]) == 0:
+        name, where = labels.get(model, model), _two_choice_reading(average, bias)
+        if where == "none":
             parts.append(f"{name} on {dataset}: undefined, no pair has a foil.")
             continue
-        if bias["accuracy_%"] == 100:
+        if where == "position":
             parts.append(f"{name} on {dataset}: the same label won in both orders for all {int(bias['n'])} pairs, so its "
                          "choices follow the position, not the content; its 50% average is no finding.")
             continue
-        where = ("above chance" if average["ci_low_%"] > 50 else "below chance" if average["ci_high_%"] < 50
-                 else "at chance")
         parts.append(f"{name} on {dataset}: {average['accuracy_%']:.1f}% [{average['ci_low_%']:.1f}, "
                      f"{average['ci_high_%']:.1f}] averaged over the orders, {where} (50%); the same label won in both "
                      f"orders for {bias['accuracy_%']:.0f}% of pairs.")
@@ -371,22 +382,24 @@ def generative_findings(chance: pd.DataFrame, choices: pd.DataFrame, published: 
                             f"{row['dataset']} {row['accuracy_%']:.1f}% [{row['ci_low_%']:.1f}, {row['ci_high_%']:.1f}]"
                             for _, row in rows.iterrows()), verdict)
     claim = "Asked which caption describes the image, it chooses the caption above chance (averaged over the orders: 50%)"
-    asked = choices[choices["model"] == model]
-    average = asked[asked["reading"] == "averaged over orders"]
-    bias = asked[asked["reading"] == "same label in both orders (position bias)"]
-    if average.empty or not average["n"].sum():
-        second = Finding(claim, "not measured (the paper scores image-text models only)", f"{name}: no pair asked",
-                         "cannot test")
-    elif (bias["accuracy_%"] == 100).all():
-        second = Finding(claim, "not measured (the paper scores image-text models only)",
+    unmeasured = "not measured (the paper scores image-text models only)"
+    asked = choices[choices["model"] == model].set_index(["dataset", "reading"])
+    datasets = list(dict.fromkeys(asked.index.get_level_values("dataset")))
+    readings = {dataset: _two_choice_reading(asked.loc[(dataset, "averaged over orders")],
+                                             asked.loc[(dataset, "same label in both orders (position bias)")])
+                for dataset in datasets}
+    if not readings or set(readings.values()) == {"none"}:
+        second = Finding(claim, unmeasured, f"{name}: no pair asked", "cannot test")
+    elif set(readings.values()) == {"position"}:
+        second = Finding(claim, unmeasured,
                          f"{name}: the same label won in both orders for every pair: it answers by position",
                          "cannot test")
     else:
-        text = "; ".join(f"{row['dataset']} {row['accuracy_%']:.1f}% [{row['ci_low_%']:.1f}, {row['ci_high_%']:.1f}]"
-                         for _, row in average.iterrows())
-        above, below = (average["ci_low_%"] > 50).all(), (average["ci_high_%"] < 50).all()
-        second = Finding(claim, "not measured (the paper scores image-text models only)", f"{name}: {text}",
-                         "supports" if above else "contradicts" if below else "cannot tell")
+        text = "; ".join(f"{dataset} {row['accuracy_%']:.1f}% [{row['ci_low_%']:.1f}, {row['ci_high_%']:.1f}]"
+                         for dataset in datasets for row in [asked.loc[(dataset, "averaged over orders")]])
+        verdicts = set(readings.values())
+        second = Finding(claim, unmeasured, f"{name}: {text}", "supports" if verdicts == {"above chance"}
+                         else "contradicts" if verdicts == {"below chance"} else "cannot tell")
     return [first, second]
 
 

@@ -356,3 +356,40 @@ def description_findings(tables: dict[str, pd.DataFrame], records: pd.DataFrame,
                 f"the rest minus 20-59, pooled: {100 * gap:+.1f} points [{100 * gap_low:+.1f}, {100 * gap_high:+.1f}]",
                 difference_verdict(gap_low, gap_high)),
     ]
+
+
+def likelihood_sentences(rates: dict[str, dict[str, pd.DataFrame]], continues: dict[str, bool],
+                         person_prompt: str) -> str:
+    """01d's sentences on its likelihood tables (``rates``: score mode -> family -> table, as
+    :func:`~vlbias.markedness.generative.rate_tables` gives them): :func:`ranking_sentence` per family and
+    score, except where summed log-likelihood leaves every image unmarked by construction
+    (``continues``: :func:`~vlbias.markedness.generative.continues_person_prompt`), which is said instead."""
+    names = {"sum": "summed", "mean": "per-token"}
+    sentences = []
+    for mode, tables in rates.items():
+        for family, table in tables.items():
+            head = f"**{family.capitalize()}, {names.get(mode, mode)}.** "
+            if mode == "sum" and continues.get(family):
+                sentences.append(head + f"Not a finding: every {family} prompt begins with '{person_prompt}', so its "
+                                 "summed log-likelihood is the person prompt's plus that of the words after it, always "
+                                 "lower; every face is unmarked by construction. Read the per-token table.")
+            else:
+                sentences.append(head + ranking_sentence(table, "group", "unmarked_%", "ci_low_%", "ci_high_%",
+                                                         "unmarked rate", unit="%"))
+    return "\n\n".join(sentences)
+
+
+def agreement_sentences(agreement: pd.DataFrame, continues: dict[str, bool]) -> str:
+    """01d's sentence on :func:`~vlbias.markedness.generative.readings_agreement` tables stacked with a
+    ``score`` column: the share of faces where the readings agree and Cohen's kappa, per score and
+    family; a family the summed score leaves unmarked by construction (``continues``) is not read."""
+    sentences = []
+    for _, row in agreement.iterrows():
+        mode = "summed" if row["score"] == "sum" else "per token"
+        if row["score"] == "sum" and continues.get(row["family"]):
+            sentences.append(f"By {row['family']} ({mode}): not read, every face is unmarked by construction.")
+            continue
+        kappa = ("κ undefined (both readings leave every face the same way)." if row["kappa"] != row["kappa"]
+                 else f"κ = {row['kappa']:.2f}.")
+        sentences.append(f"By {row['family']} ({mode}): the readings agree on {row['agree_%']:.0f}% of faces, {kappa}")
+    return " ".join(sentences)

@@ -347,8 +347,7 @@ def markedness_comparison(model_specs: Sequence[str], images, records: pd.DataFr
     "left unmarked" and higher means the group is the default), ``family``, ``group``, ``n``,
     ``unmarked_%``, ``ci_low_%``, ``ci_high_%``. ``images`` are the pictures (a data set, or its
     ``images(positions)``), ``records`` their labels (race, gender and age columns), row i for image i.
-    Each model's work is
-    cached, so a model the page measured before costs nothing; a model that fails to load or run
+    Each model's work is cached, so a model the page measured before costs nothing; a model that fails to load or run
     leaves a row in ``result.attrs["failures"]`` and the others' rows stand.
     """
     from ..models import for_each_model
@@ -390,14 +389,14 @@ def continues_person_prompt(prompts: dict[str, dict[str, str]] | None = None,
             for family, labels in prompts.items()}
 
 
-def readings_agreement(flags: pd.DataFrame, mentioned: pd.DataFrame, families: Sequence[str] = MENTION_ATTRIBUTES,
-                       confidence: float = 0.95) -> pd.DataFrame:
+def readings_agreement(flags: pd.DataFrame, mentioned: pd.DataFrame,
+                       families: Sequence[str] = MENTION_ATTRIBUTES) -> pd.DataFrame:
     """Do the two readings leave the same images unmarked? Per family, over the images: the share
     unmarked by likelihood (``flags``: :func:`likelihood_unmarked_flags`), the share whose description
     does not name the family (``mentioned``: :func:`mentions`), the share where the two agree, and
     Cohen's kappa (agreement beyond what the two shares give by chance: 0 where one reading is
-    constant, NaN where both are the same constant). Columns ``family, n, unmarked_likelihood_%, unnamed_description_%,
-    agree_%, kappa``."""
+    constant, NaN where both are the same constant). Columns ``family, n, unmarked_likelihood_%,
+    unnamed_description_%, agree_%, kappa``."""
     from ..stats import cohen_kappa
 
     if len(flags) != len(mentioned):

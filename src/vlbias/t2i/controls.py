@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats import mcnemar_exact, standard_interval
-from .annotation import cohen_kappa
+from ..stats import cohen_kappa
 from .bias import MIN_PROFESSIONS, NO_PERSON, bootstrap_bias_scores, compare_with_reference, diversity_by_group, generated_shares, undefined_note, vrbs
 
 #: the prompt intervention's default wording (appended to every prompt)
