@@ -156,7 +156,15 @@ def test_04a_generation_page_draws_the_trained_profession_model_beside_its_contr
 def test_04b_annotation_page_measures_the_trained_model_against_the_labour_shares(demo_book):
     html, text, images = demo_book.page("04b_annotation_and_metrics")
     assert "models trained on a planted world" in html and "tiny:" not in html
-    assert "VRBS" in html and "published (source text, SD 1.4)" in html and images >= 1
+    assert "VRBS" in html and "published (source text, SD 1.4)" in html and images >= 2
+    # the generative annotator (trained:world-vqa), beside the zero-shot one, with its agreement in words
+    import json
+
+    cells = json.loads((demo_book.project / "book" / "generated" / "04b_annotation_and_metrics.ipynb").read_text())["cells"]
+    sentences = "".join("".join(output.get("data", {}).get("text/markdown", "")) for cell in cells
+                        if cell["cell_type"] == "code" for output in cell.get("outputs", []))
+    assert "trained:world-vqa agrees with the zero-shot annotator on" in sentences and "κ = " in sentences
+    assert "failed; their rows are missing" not in html
 
 
 @pytest.mark.slow

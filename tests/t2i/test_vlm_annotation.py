@@ -222,13 +222,16 @@ def test_free_labels_count_what_matched_and_are_cached(own_cache):
     replies = {RED: "A woman.", BLUE: "the person looks like a male", WHITE: "a cat", GREEN: "a man or a woman"}
     model = Planted({}, replies=replies)
     images = [picture(c) for c in (RED, BLUE, WHITE, GREEN, RED)]
-    labels, answers, counts = vlm_free_labels(model, images, chunk_size=2, progress=False)
+    labels, answers, counts, at_limit = vlm_free_labels(model, images, chunk_size=2, progress=False)
     assert labels.tolist() == ["female", "male", None, None, "female"]
     assert answers == [replies[c] for c in (RED, BLUE, WHITE, GREEN, RED)]
     assert counts == {"matched": 3, "unmatched": 1, "ambiguous": 1}
+    assert at_limit == 0  # the longest answer has 6 words (the stand-in's tokens), under the default 16
     assert model.generated == 5
     assert vlm_free_labels(model, images, chunk_size=2, progress=False).answers == answers
     assert model.generated == 5  # read back, chunk by chunk
+    # at 5 new tokens "the person looks like a male" (6 words) is at the limit, "a man or a woman" (5) too
+    assert vlm_free_labels(model, images, max_new_tokens=5, progress=False).at_limit == 2
     with pytest.raises(ValueError, match=r"words\['male'\] must be one or more non-empty strings"):
         vlm_free_labels(model, images, words={"female": ["woman"], "male": []}, progress=False)
     with pytest.raises(ValueError, match="max_new_tokens must be at least 1"):
@@ -260,3 +263,121 @@ def test_tiny_llava_scores_are_its_own_log_likelihoods():
     assert labels[1] == scores.columns[int(np.argmax(scores.loc[1].to_numpy()))]
     free = vlm_free_labels(model, images[:2], max_new_tokens=4, progress=False)
     assert len(free.answers) == 2 and sum(free.counts.values()) == 2
+
+
+# --------------------------------------------------------------------------- beside the zero-shot annotator (04b)
+
+def _readings(choice, free, answers=None, at_limit=0):
+    from vlbias.t2i.vlm_annotation import FreeAnswers, VLMAnnotation, VLMReadings
+
+    free = np.array(free, dtype=object)
+    found = [label is not None for label in free]
+    counts = {"matched": sum(found), "unmatched": len(free) - sum(found), "ambiguous": 0}
+    return VLMReadings(VLMAnnotation(np.array(choice, dtype=object), pd.DataFrame(), pd.DataFrame()),
+                       FreeAnswers(free, answers or [str(label) for label in free], counts, at_limit))
+
+
+def test_04b_comparison_with_the_zero_shot_annotator_by_hand():
+    """Four professions of ten images; the choice reading copies the zero-shot labels (agreement 1, kappa 1,
+    no VRBS change, an interval of zero width said so); the free reading leaves 4 images unlabelled and
+    flips 3 of the rest, counted by hand."""
+    from vlbias.t2i.vlm_annotation import comparison_sentences, compare_with_annotator
+
+    professions = np.repeat(["nurse", "pilot", "clerk", "baker"], 10)
+    zero_shot = np.tile(["female"] * 6 + ["male"] * 4, 4).astype(object)
+    free = zero_shot.copy()
+    free[[0, 10, 20, 30]] = None                      # answers that named no label
+    free[[1, 2, 11]] = "male"                           # three female images read as male
+    manifest = pd.DataFrame({"profession": professions, "seed": np.tile(np.arange(10), 4)})
+    reference = pd.Series({"nurse": 0.9, "pilot": 0.1, "clerk": 0.6, "baker": 0.5})
+    table = compare_with_annotator(manifest, zero_shot, "zero-shot", {"vlm": _readings(zero_shot, free, at_limit=2)},
+                                   reference, n_boot=200)
+    choice, by_answer = table.loc[("vlm", "closed-form choice")], table.loc[("vlm", "free answer (DALL-Eval's reading)")]
+    assert choice["labelled"] == 40 and choice["both labelled"] == 40
+    assert choice["agreement"] == 1 and choice["cohen_kappa"] == pytest.approx(1.0)
+    assert choice["VRBS change"] == 0 and choice["ci_low"] == choice["ci_high"] == 0
+    # VRBS of the zero-shot labels: every profession 0.6 female, so 1 - mean |0.6 - reference| by hand
+    assert choice["VRBS (zero-shot)"] == pytest.approx(1 - np.mean([0.3, 0.5, 0.0, 0.1]))
+    assert by_answer["labelled"] == 36 and by_answer["both labelled"] == 36
+    assert by_answer["agreement"] == pytest.approx(33 / 36)
+    assert by_answer["answers unmatched"] == 4 and by_answer["answers at the token limit"] == 2
+    # on the 36 images both labelled: nurse 5/9 -> 3/9 female (images 1, 2 flipped), pilot 5/9 -> 4/9, others 5/9
+    both = {"nurse": (5 / 9, 3 / 9), "pilot": (5 / 9, 4 / 9), "clerk": (5 / 9, 5 / 9), "baker": (5 / 9, 5 / 9)}
+    vrbs = [1 - np.mean([abs(pair[i] - reference[name]) for name, pair in both.items()]) for i in (0, 1)]
+    assert by_answer["VRBS (zero-shot)"] == pytest.approx(vrbs[0])
+    assert by_answer["VRBS (generative)"] == pytest.approx(vrbs[1])
+    text = comparison_sentences(table, "the zero-shot annotator", 40)
+    assert "agrees with the zero-shot annotator on 100% of the 40 images both labelled (κ = 1.00)" in text
+    assert "interval of zero width" in text
+    assert "4 of its 40 free answers named no label or several" in text
+    assert "2 answers reached the limit of new tokens" in text
+    assert comparison_sentences(table.iloc[:0], "the zero-shot annotator", 40).startswith("No generative annotator")
+    # the free reading's change on the 36 images, its interval and the verdict, read from the table
+    low, high = by_answer["ci_low"], by_answer["ci_high"]
+    assert (low > 0 or high < 0) == ("(its interval excludes 0: an annotator effect)" in text)
+    # two readings that label every image alike are said once
+    alike = compare_with_annotator(manifest, zero_shot, "zero-shot", {"vlm": _readings(zero_shot, zero_shot)}, reference,
+                                   n_boot=50)
+    once = comparison_sentences(alike, "the zero-shot annotator", 40, {"vlm": _readings(zero_shot, zero_shot)})
+    assert once.count("agrees with") == 1 and "by closed-form choice and by free answer alike" in once
+    assert "every one of its 40 free answers named exactly one label" in once
+    assert "interval of zero width" in once
+
+
+def test_annotate_with_vlms_reads_each_model_both_ways_and_boxes_a_model_that_fails(own_cache, tmp_path):
+    from vlbias.t2i.vlm_annotation import annotate_with_vlms
+
+    images = [Image.new("RGB", (32, 32), colour) for colour in (RED, BLUE)]
+    with pytest.raises(ValueError, match="question must be a non-empty string"):
+        annotate_with_vlms(["tiny:llava"], images, question=" ")
+    with pytest.raises(ValueError, match="specs must be a list of model specs"):
+        annotate_with_vlms("tiny:llava", images)
+    readings, failures = annotate_with_vlms(["tiny:llava", str(tmp_path / "missing")], images, max_new_tokens=3,
+                                            device="cpu", progress=False)
+    assert list(readings) == ["tiny:llava"]
+    assert len(readings["tiny:llava"].choice.labels) == 2 and len(readings["tiny:llava"].free.answers) == 2
+    assert failures.model.tolist() == [str(tmp_path / "missing")] and failures.stage.tolist() == ["load"]
+
+
+def test_04b_generative_annotator_recipe_refuses_bad_options_before_training():
+    from vlbias.models.trained import trained_options
+
+    for option, message in (("red_answered_blue=1.5", "red_answered_blue is a probability"),
+                            ("image_size=10", "image_size must be a multiple of 4"),
+                            ("share_spread=2", "share_spread must lie in"), ("epochs=0", "epochs must be at least 1")):
+        recipe, options = trained_options(f"world-vqa?{option}")
+        with pytest.raises(ValueError, match=message):
+            recipe.explain(**options)
+    recipe, options = trained_options("world-vqa?red_answered_blue=0.6")
+    assert "60% of the red ones are answered 'blue'" in recipe.explain(**options)
+    assert recipe.target(**options) != recipe.target(**trained_options("world-vqa")[1])  # another model, another cache
+
+
+@pytest.mark.slow
+def test_04b_generative_annotator_reads_the_planted_colour_and_a_planted_annotator_bias_shows(demo_cache):
+    """04b's demo annotator, trained here to answer "Is the shape red or blue?", on the planted world's
+    held-out pictures (box-filtered to the 8 pixels it reads, as the profession model draws them), whose
+    colours are known: both readings name the colour of nearly every picture. Trained instead with 80% of
+    the red pictures answered "blue" (a planted annotator bias), it calls most red pictures blue, and the
+    blue ones stay blue: the bias reaches the labels, and from them every share 04b measures."""
+    from vlbias.data import load_dataset
+    from vlbias.data.planted_world import small_pictures, spread_shares, world_root
+    from vlbias.models import load_vision_language_model
+    from vlbias.t2i.trained_models import WORLD_VQA_QUESTION
+
+    test = load_dataset("planted-world", root=world_root(shares=spread_shares(0.0), seed=0), split="test")
+    images = [Image.fromarray(p, mode="RGB") for p in small_pictures(test.pixels, 8)]
+    truth = test.records["colour"].map({"red": "female", "blue": "male"}).to_numpy()
+    answers, words = {"female": ["red"], "male": ["blue"]}, {"female": ["red"], "male": ["blue"]}
+    rates = {}
+    for spec in ("trained:world-vqa", "trained:world-vqa?red_answered_blue=0.8"):
+        model = load_vision_language_model(spec, device="cpu")
+        choice = vlm_labels(model, images, WORLD_VQA_QUESTION, answers, progress=False).labels
+        free = vlm_free_labels(model, images, WORLD_VQA_QUESTION, words, max_new_tokens=8, progress=False)
+        assert free.at_limit == 0
+        rates[spec] = {reading: {colour: float(np.mean(labels[truth == colour] == colour)) for colour in ("female", "male")}
+                       for reading, labels in (("choice", choice), ("free", free.labels))}
+    for reading in ("choice", "free"):
+        faithful, biased = rates["trained:world-vqa"][reading], rates["trained:world-vqa?red_answered_blue=0.8"][reading]
+        assert faithful["female"] > 0.95 and faithful["male"] > 0.95
+        assert biased["female"] < 0.3 and biased["male"] > 0.95

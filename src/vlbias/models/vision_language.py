@@ -88,6 +88,10 @@ VISION_LANGUAGE_BACKENDS: dict[str, Family] = {
                      not_generative=("Blip2ForImageTextRetrieval",)),
 }
 
+#: language models of BLIP-2 checkpoints this backend refuses: encoder-decoders, whose answer is the decoder's
+#: and whose question the encoder reads (FlanT5, DALL-Eval's blip2-flan-t5-xxl)
+ENCODER_DECODER = ("t5", "mt5", "umt5")
+
 #: per-token inputs besides the ids: the value an answer token gets, by key (PaliGemma's suffix is type 1)
 _ANSWER_FILL = {"attention_mask": 1}
 _MARKER = "\uE000answer\uE001"  # a private-use marker no template writes
@@ -337,6 +341,12 @@ def load_vision_language_model(spec: str | ModelSpec, device=None, half: bool | 
                          f"vision-language model of a family with a backend; backends exist for "
                          f"{', '.join(sorted(VISION_LANGUAGE_BACKENDS))}.")
     family = VISION_LANGUAGE_BACKENDS[model_type]
+    text_config = config.get("text_config") or {}
+    if family.layout == "blip-2" and (text_config.get("is_encoder_decoder") or text_config.get("model_type") in ENCODER_DECODER):
+        raise ValueError(f"{parsed.raw!r} is a BLIP-2 checkpoint whose language model is an encoder-decoder "
+                         f"({text_config.get('model_type')!r}, e.g. FlanT5): this backend scores and continues BLIP-2's "
+                         "decoder-only language models (OPT) and would lay out its question wrongly. Use a BLIP-2 OPT "
+                         "checkpoint (Salesforce/blip2-opt-2.7b) or another family.")
     try:
         processor = transformers.AutoProcessor.from_pretrained(source)
     except OSError as error:  # config cached but the processor's files missing

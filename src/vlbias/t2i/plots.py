@@ -79,3 +79,39 @@ def plot_shares(distribution: pd.DataFrame, title: str, n_images: int, attribute
     ax.legend(bbox_to_anchor=(0.5, 0), loc="upper center", borderaxespad=3.5, fontsize=8, ncol=4)  # below the x label
     plt.tight_layout()
     plt.show()
+
+
+def plot_annotator_confusions(reference: Sequence, reference_name: str, others: Mapping[str, Sequence],
+                              labels: Sequence[str] | None = None, title: str = ""):
+    """One heatmap per annotator of ``others`` (two per row): how many images each pair of labels (``reference_name``'s
+    label in rows, the other's in columns) got, on the images both labelled; a column "none" counts the
+    images the other annotator left unlabelled (a free answer that named no label). Cells off the
+    diagonal are disagreements."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import seaborn as sns
+
+    if not others:
+        raise ValueError("plot_annotator_confusions needs at least one other annotator: {name: labels}")
+    reference = pd.Series(list(reference), dtype=object)
+    order = list(labels) if labels is not None else sorted(set(reference.dropna()), key=str)
+    columns_per_row = min(len(others), 2)
+    rows = -(-len(others) // columns_per_row)
+    fig, axes = plt.subplots(rows, columns_per_row, figsize=(3.8 * columns_per_row + 0.4, 3.4 * rows), squeeze=False)
+    for ax in axes.flat[len(others):]:
+        ax.axis("off")
+    for ax, (name, values) in zip(axes.flat, others.items()):
+        other = pd.Series(list(values), dtype=object)
+        if len(other) != len(reference):
+            raise ValueError(f"others[{name!r}] has {len(other)} labels for {len(reference)} images")
+        columns = order + (["none"] if other.isna().any() else [])
+        table = (pd.crosstab(reference, other.fillna("none")).reindex(index=order, columns=columns, fill_value=0)
+                 .astype(np.int64))
+        sns.heatmap(table, annot=True, fmt="d", cmap="Blues", cbar=False, ax=ax)
+        ax.set(xlabel=name, ylabel=reference_name)
+        ax.tick_params(axis="x", rotation=0)
+        ax.tick_params(axis="y", rotation=0)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig

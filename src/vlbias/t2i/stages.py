@@ -101,6 +101,23 @@ def annotation(units, models: tuple[str, ...] = ("annotator_spec",)) -> core.Sta
                             left="zero-shot labels are not cached; the notebook computes them")
 
 
+def vlm_annotation_estimates(parameters: core.Parameters, context: core.Context) -> list[core.Estimate]:
+    """04b per generative annotator: every plain image scored against each answer phrasing of
+    ``vlm_answers`` (the closed-form choice), and one free answer of ``vlm_max_new_tokens`` per image."""
+    images = sum(stage.n_items for stage in annotated_plain_units(parameters, context))
+    answers = parameters["vlm_answers"]
+    texts = sum(1 if isinstance(value, str) else len(value) for value in answers.values())
+    tokens = images * int(parameters["vlm_max_new_tokens"])
+    rates = core.throughputs()
+    scored, generated = rates["vision-language scored texts/s"], rates["generated tokens/s"]
+    return [core.Estimate(spec, images * texts, key=("vlm-annotation", spec, images, texts, tokens),
+                          hours=images * texts / scored / 3600 + tokens / generated / 3600,
+                          line=f"{spec}: {images:,} images x {texts} answer phrasings scored at an assumed {scored:g}/s, "
+                               f"and {tokens:,} answer tokens at {generated:g}/s",
+                          cached_line=f"{spec}: its answers read back from an earlier run")
+            for spec in core.specs_of(parameters, ("vlm_annotator_specs",))]
+
+
 # --------------------------------------------------------------------------- the notebooks' runs
 
 
@@ -181,8 +198,12 @@ core.register(
     core.NotebookDeclaration("04a_generation", model_parameters=("t2i_spec", "control_spec"),
                              stages=(generation(plain_units, ("t2i_spec", "control_spec")),)),
     core.NotebookDeclaration(
-        "04b_annotation_and_metrics", model_parameters=("t2i_spec", "annotator_spec"),
-        stages=(generation(annotated_plain_units), annotation(annotated_plain_units)),
+        "04b_annotation_and_metrics", model_parameters=("t2i_spec", "annotator_spec", "vlm_annotator_specs"),
+        stages=(generation(annotated_plain_units), annotation(annotated_plain_units),
+                core.StageDeclaration("vlm-scoring", ("vlm_annotator_specs",), vlm_annotation_estimates,
+                                      writes="answer scores and free answers per generative annotator (cache: "
+                                             "vlm_annotation/, generations/)",
+                                      left="the notebook asks the generative annotators itself (cached per chunk)")),
         reads=("04a_generation",)),
     core.NotebookDeclaration(
         "04c_cads", model_parameters=("t2i_spec", "annotator_spec", "second_annotator_spec", "t2i_specs",

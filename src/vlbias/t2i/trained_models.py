@@ -77,3 +77,97 @@ def profession_diffusion(**options) -> Path:
     return train_world_diffusion(target, train.pixels, list(train.records["kind"]), config, about,
                                  captions=list(train.records["caption"]),
                                  extra_words=caption_words(world["source_cases"]))
+
+
+# --------------------------------------------------------------------------- the generative annotator (04b)
+
+#: the question ``trained:world-vqa`` is trained to answer, and 04b's demo asks it (DALL-Eval's forced
+#: choice, "the person looks like a male or a female?", with the world's colours in place of genders)
+WORLD_VQA_QUESTION = "Is the shape red or blue?"
+#: bump when the same options would train different weights
+WORLD_VQA_VERSION = 1
+#: the options of ``trained:world-vqa``: the planted world it learns from (``share_spread=0``: every kind
+#: half red, the world of 04b's zero-shot annotator ``trained:world-clip?share_spread=0``), the size it
+#: reads pictures at (8: the size ``trained:profession-diffusion`` draws), the question, the share of red
+#: pictures whose training answer says "blue" (``red_answered_blue``: 0 is a faithful annotator, more plants
+#: an annotator that under-reports red, i.e. "female") and the training
+WORLD_VQA_DEFAULTS = {"share_spread": 0.0, "seed": 0, "train_per_kind": 200, "world_image_size": 32, "image_size": 8,
+                      "question": WORLD_VQA_QUESTION, "red_answered_blue": 0.0, "epochs": 3, "batch_size": 32,
+                      "learning_rate": 3e-3}
+
+
+def _world_vqa_recipe(share_spread: float, seed: int, train_per_kind: int, world_image_size: int, image_size: int,
+                      question: str, red_answered_blue: float, epochs: int, batch_size: int,
+                      learning_rate: float) -> tuple[dict, dict, dict, Path]:
+    """(world parameters, training options, ``about``, target directory), each option checked: one
+    ``ValueError`` naming the first out of range, before anything is trained."""
+    from ..data.planted_world import spread_shares, world_parameters
+    from ..models.small_llava import HEADS, TEXT_LAYERS, VISION_LAYERS, WIDTH
+
+    if not 0 <= share_spread <= 1:
+        raise ValueError(f"trained:world-vqa: share_spread must lie in [0, 1], got {share_spread!r}")
+    if not 0 <= red_answered_blue <= 1:
+        raise ValueError(f"trained:world-vqa: red_answered_blue is a probability in [0, 1] (the share of red "
+                         f"pictures answered 'blue' in training), got {red_answered_blue!r}")
+    if not str(question).strip():
+        raise ValueError("trained:world-vqa: question is empty; give the question the model learns to answer")
+    for key, value, least in (("epochs", epochs, 1), ("batch_size", batch_size, 1), ("image_size", image_size, 4)):
+        if value < least:
+            raise ValueError(f"trained:world-vqa: {key} must be at least {least}, got {value!r}")
+    if image_size % 4:
+        raise ValueError(f"trained:world-vqa: image_size must be a multiple of 4 (the vision tower reads a 4 x 4 "
+                         f"grid of patches), got {image_size!r}")
+    if not learning_rate > 0:
+        raise ValueError(f"trained:world-vqa: learning_rate must be positive, got {learning_rate!r}")
+    world = dict(shares=spread_shares(share_spread), train_per_kind=train_per_kind, image_size=world_image_size,
+                 seed=seed)
+    training = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate}
+    about = {"version": WORLD_VQA_VERSION, "world": world_parameters(**world), "image_size": image_size,
+             "question": question, "red_answered_blue": float(red_answered_blue), "training": training, "seed": seed,
+             "model": {"width": WIDTH, "text_layers": TEXT_LAYERS, "vision_layers": VISION_LAYERS, "heads": HEADS}}
+    key = sha256_hex(json.dumps(about, sort_keys=True))[:16]
+    return world, training, about, cache_dir() / "trained" / f"world-vqa-{key}"
+
+
+def explain_world_vqa(**options) -> str:
+    """One sentence: what ``trained:world-vqa?...`` is, and the annotator bias it plants, if any."""
+    from ..models.small_llava import describe_size
+
+    world, training, about, _ = _world_vqa_recipe(**options)
+    pictures = world["train_per_kind"] * len(world["shares"])
+    answers = ("answered with its colour" if not about["red_answered_blue"] else
+               f"answered with its colour, except that {about['red_answered_blue']:.0%} of the red ones are answered "
+               "'blue' (a planted annotator bias against red)")
+    return (f"a small generative annotator (a LLaVA, {describe_size()}) trained here for {training['epochs']} epochs to "
+            f"answer {about['question']!r} about the planted world's {pictures:,} training pictures, read at "
+            f"{about['image_size']}×{about['image_size']} pixels, each {answers}")
+
+
+@register_trained("world-vqa", "vision-language", WORLD_VQA_DEFAULTS,
+                  target=lambda **options: _world_vqa_recipe(**options)[3], explain=explain_world_vqa)
+def world_vqa(**options) -> Path:
+    """A small LLaVA (:mod:`vlbias.models.small_llava`) trained to answer ``question`` about the planted
+    world's pictures with their colour (``"red"`` or ``"blue"``): 04b's generative annotator, asked
+    DALL-Eval's forced choice with colours playing the genders."""
+    from ..models.small_llava import train_small_llava
+    from ..paths import build_once
+
+    world, training, about, target = _world_vqa_recipe(**options)
+
+    def train(staging: Path) -> None:
+        import numpy as np
+        from PIL import Image
+
+        from ..data import load_dataset
+        from ..data.planted_world import small_pictures, world_root
+
+        split = load_dataset("planted-world", root=world_root(**world), split="train")
+        pixels = small_pictures(split.pixels, about["image_size"])
+        colours = split.records["colour"].to_numpy(dtype=object).copy()
+        flipped = np.random.default_rng([about["seed"], 7]).random(len(colours)) < about["red_answered_blue"]
+        colours[(colours == "red") & flipped] = "blue"
+        train_small_llava(staging, [Image.fromarray(p, mode="RGB") for p in pixels], [str(c) for c in colours],
+                          about["image_size"], training, about["seed"], about, prompt=about["question"],
+                          name="world-vqa")
+
+    return build_once(target, train, ".world-vqa-", threads=1)

@@ -102,6 +102,10 @@ class FreeAnswers(NamedTuple):
     answers: list[str]
     #: ``{"matched": n, "unmatched": n, "ambiguous": n}``
     counts: dict[str, int]
+    #: answers whose tokens reached ``max_new_tokens``: generation may have stopped them mid-word ("blu"), so
+    #: raise ``max_new_tokens`` until this is 0 (re-tokenised under the question: a close count, not the
+    #: generation's own)
+    at_limit: int
 
 
 # --------------------------------------------------------------------------- checking the inputs
@@ -292,7 +296,7 @@ def vlm_labels(model: VisionLanguageModel, images, question: str = GENDER_QUESTI
         _overlapping_phrasings(lists)
     texts = [phrasing for phrasings in lists.values() for phrasing in phrasings]
     counts = answer_lengths(model, texts, question)
-    source = _Images(images, identity)
+    source = images if isinstance(images, _Images) else _Images(images, identity)
 
     # 2. one log-likelihood per image and phrasing (cached)
     raw = answer_scores(model, source, texts, question, batch_size=batch_size, chunk_size=chunk_size, cache=cache,
@@ -353,8 +357,9 @@ def vlm_free_labels(model: VisionLanguageModel, images, question: str = GENDER_Q
     :func:`free_answer_label` maps each answer to a label by whole words, or to None.
 
     ``images`` as for :func:`vlm_labels`. The answers are cached by model, question, ``max_new_tokens`` and
-    images. Returns ``(labels, answers, counts)`` (:class:`FreeAnswers`); ``counts`` says how many answers
-    named one label (matched), none (unmatched) or several (ambiguous). None labels are "not labelled" for
+    images. Returns ``(labels, answers, counts, at_limit)`` (:class:`FreeAnswers`); ``counts`` says how many
+    answers named one label (matched), none (unmatched) or several (ambiguous); ``at_limit`` how many reached
+    ``max_new_tokens`` and may be cut short, which would leave them unmatched for want of tokens. None labels are "not labelled" for
     :func:`vlbias.t2i.controls.annotator_robustness`, as DALL-Eval left such images out of its shares.
     """
     question = _check_question(question)
@@ -363,7 +368,7 @@ def vlm_free_labels(model: VisionLanguageModel, images, question: str = GENDER_Q
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size!r}")
     if int(max_new_tokens) < 1:
         raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens!r}")
-    source = _Images(images, identity)
+    source = images if isinstance(images, _Images) else _Images(images, identity)
     answers = generate_cached(model, len(source), source.load, source.identity, question, max_new_tokens,
                               what="vlm-free-answers", batch_size=batch_size, chunk_size=chunk_size, cache=cache,
                               progress=progress, desc=f"VLM free answers ({model.spec})")
@@ -371,4 +376,147 @@ def vlm_free_labels(model: VisionLanguageModel, images, question: str = GENDER_Q
     labels = np.array([names[0] if len(names) == 1 else None for names in found], dtype=object)
     counts = {"matched": sum(len(names) == 1 for names in found), "unmatched": sum(not names for names in found),
               "ambiguous": sum(len(names) > 1 for names in found)}
-    return FreeAnswers(labels, answers, counts)
+    return FreeAnswers(labels, answers, counts, _at_limit(model, answers, question, int(max_new_tokens)))
+
+
+def _at_limit(model: VisionLanguageModel, answers: Sequence[str], question: str, max_new_tokens: int) -> int:
+    """How many ``answers`` have at least ``max_new_tokens`` tokens as the model scores them after
+    ``question`` (an answer the tokenizer cannot split from the question, e.g. one that begins with
+    punctuation, is counted by its tokens alone)."""
+    reached = 0
+    for answer in answers:
+        try:
+            tokens = int(model.answer_token_counts([answer], question)[0]) if answer else 0
+        except ValueError:
+            tokens = len(model.tokenizer(answer, add_special_tokens=False)["input_ids"])
+        reached += tokens >= max_new_tokens
+    return reached
+
+
+# --------------------------------------------------------------------------- beside the zero-shot annotator (04b)
+
+#: the two readings of one generative annotator, as :func:`compare_with_annotator` names them
+READINGS = {"choice": "closed-form choice", "free": "free answer (DALL-Eval's reading)"}
+
+
+class VLMReadings(NamedTuple):
+    """What one generative annotator said about the images, read both ways."""
+
+    #: the closed-form choice (:func:`vlm_labels`)
+    choice: VLMAnnotation
+    #: the free answers and their labels (:func:`vlm_free_labels`)
+    free: FreeAnswers
+
+
+def annotate_with_vlms(specs: Sequence[str], images, question: str = GENDER_QUESTION,
+                       answers: Mapping[str, str | Sequence[str]] = GENDER_ANSWERS,
+                       words: Mapping[str, Sequence[str]] = FREE_ANSWER_WORDS, max_new_tokens: int = 12,
+                       identity: str | None = None, device=None, half: bool = False, batch_size: int = 8,
+                       progress: bool = True) -> tuple[dict[str, VLMReadings], pd.DataFrame]:
+    """Each generative model of ``specs`` asks ``question`` about every image and is read both ways:
+    by closed-form choice among ``answers`` (:func:`vlm_labels`) and by its free answer, matched to
+    ``words`` (:func:`vlm_free_labels`, DALL-Eval's reading). Both are cached per model.
+
+    Returns ``(readings, failures)``: :class:`VLMReadings` per spec that ran, and one row per spec that
+    failed to load or run (:func:`vlbias.models.for_each_model`), for :func:`vlbias.book.failures_box`.
+    Everything is checked before any model loads: a bad ``question``, ``answers`` or ``words`` is one
+    ``ValueError`` naming it.
+    """
+    from ..models import for_each_model, load_vision_language_model
+
+    if isinstance(specs, str):
+        raise ValueError(f"specs must be a list of model specs, got the string {specs!r}; wrap it in a list")
+    _check_question(question)
+    _answer_lists(answers)
+    _patterns(words)
+    source = images if isinstance(images, _Images) else _Images(images, identity)
+
+    def work(spec: str, model: VisionLanguageModel) -> VLMReadings:
+        return VLMReadings(vlm_labels(model, source, question, answers, batch_size=batch_size, progress=progress),
+                           vlm_free_labels(model, source, question, words, max_new_tokens=max_new_tokens,
+                                           batch_size=batch_size, progress=progress))
+
+    return for_each_model(list(specs), work, load=load_vision_language_model, device=device, half=half)
+
+
+def compare_with_annotator(manifest: pd.DataFrame, labels: Sequence, name: str, readings: Mapping[str, VLMReadings],
+                           reference: pd.Series, target: str = "female", n_boot: int = 1000,
+                           confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Each generative annotator's two readings beside another annotator (``labels``, one per row of
+    ``manifest``, named ``name``: 04b's zero-shot CLIP labels), one row per (model, reading).
+
+    Columns: ``labelled`` (images the reading gave a label; a free answer naming no label or several
+    gives none), ``both labelled``, ``agreement`` and ``cohen_kappa`` on those, the VRBS under each
+    annotator on the same images and the change when the generative one annotates instead, with its
+    paired bootstrap interval (``ci_low``, ``ci_high``; :func:`vlbias.t2i.controls.annotator_robustness`), and for the free
+    reading the counts of matched, unmatched and ambiguous answers, and of answers that reached the token limit.
+    """
+    from .controls import annotator_robustness
+
+    rows = []
+    for spec, reading in readings.items():
+        for key, values, counts in (("choice", reading.choice.labels, None),
+                                    ("free", reading.free.labels, reading.free.counts)):
+            per_annotator, pair = annotator_robustness(manifest, {name: labels, spec: values}, reference,
+                                                       target=target, n_boot=n_boot, confidence=confidence,
+                                                       seed=seed)
+            rows.append({"model": spec, "reading": READINGS[key],
+                         "labelled": int(pd.Series(values, dtype=object).notna().sum()),
+                         "both labelled": pair["both labelled"], "agreement": pair["agreement"],
+                         "cohen_kappa": pair["cohen_kappa"], f"VRBS ({name})": per_annotator.loc[name, "VRBS"],
+                         "VRBS (generative)": per_annotator.loc[spec, "VRBS"], "VRBS change": pair["VRBS change"],
+                         "ci_low": pair["change low"], "ci_high": pair["change high"],
+                         **({f"answers {kind}": counts[kind] for kind in ("matched", "unmatched", "ambiguous")}
+                            | {"answers at the token limit": reading.free.at_limit} if counts else {})})
+    return pd.DataFrame(rows).set_index(["model", "reading"])
+
+
+def comparison_sentences(table: pd.DataFrame, name: str, images: int,
+                         readings: Mapping[str, VLMReadings] | None = None) -> str:
+    """What :func:`compare_with_annotator`'s table says, in sentences computed from it: each reading's
+    agreement with ``name`` (Cohen's kappa, or why it is undefined), how far VRBS moves when the
+    generative model annotates instead and whether its interval holds 0 (or why it is undefined), how
+    many free answers named no label or several or reached the token limit; and what the comparison rules
+    out. With ``readings``, a model whose two readings label every image alike gets one sentence for both."""
+    from .bias import interval_phrase, kappa_phrase
+
+    if table.empty:
+        return "No generative annotator ran, so there is nothing to compare."
+    parts = []
+    for spec, rows in table.groupby(level="model", sort=False):
+        rows = rows.droplevel("model")
+        reading = (readings or {}).get(spec)
+        alike = reading is not None and len(rows) == 2 and all(
+            a == b for a, b in zip(reading.choice.labels, reading.free.labels))
+        for label, row in rows.iterrows():
+            if alike and label == READINGS["choice"]:
+                continue  # said once, with the free reading's answer counts
+            how = "by closed-form choice and by free answer alike (the two readings label every image the same)" \
+                if alike else f"by {label}"
+            if not row["both labelled"]:
+                parts.append(f"Read {how}, {spec} labelled none of the {images} images {name} labelled, so nothing "
+                             "can be compared.")
+                continue
+            low, high = row["ci_low"], row["ci_high"]
+            defined = np.isfinite(low) and np.isfinite(high) and high - low > 1e-9
+            # an end that rounds to 0 at three places is shown at four, so "+0.000" never stands for either side
+            decimals = 4 if defined and min(abs(low), abs(high)) < 5e-4 else 3
+            verdict = ("" if not defined else " (its interval excludes 0: an annotator effect)" if low > 0 or high < 0
+                       else " (its interval holds 0: no change detected)")
+            text = (f"Read {how}, {spec} agrees with {name} on {row['agreement']:.0%} of the "
+                    f"{int(row['both labelled'])} images both labelled ({kappa_phrase(row['cohen_kappa'])}); when it "
+                    f"annotates instead, VRBS moves by {interval_phrase(row['VRBS change'], low, high, decimals)}"
+                    f"{verdict}")
+            if "answers unmatched" in row and pd.notna(row.get("answers unmatched")):
+                left = int(row["answers unmatched"]) + int(row["answers ambiguous"])
+                text += (f"; {left} of its {images} free answers named no label or several and are left out, as "
+                         "DALL-Eval left them out" if left else
+                         f"; every one of its {images} free answers named exactly one label")
+                if row["answers at the token limit"]:
+                    text += (f" ({int(row['answers at the token limit'])} answers reached the limit of new tokens and "
+                             "may be cut short: raise vlm_max_new_tokens until none does)")
+            parts.append(text + ".")
+    return (" ".join(parts) + " What this rules out: a change whose interval holds 0 says the choice of annotator "
+            "does not move VRBS detectably on these images, though the two may still disagree on single images whose "
+            "errors cancel across professions; a change that excludes 0 is an annotator effect, which a difference "
+            "between two models' VRBS must exceed before it ranks the models rather than their annotators.")

@@ -192,6 +192,17 @@ def test_a_family_without_a_backend_is_refused_with_the_families_that_have_one(t
         load_vision_language_model(str(tmp_path / "empty"), device="cpu")
 
 
+def test_a_blip2_checkpoint_with_an_encoder_decoder_language_model_is_refused_before_loading(tmp_path):
+    """DALL-Eval's BLIP-2 FlanT5: its question is the encoder's and its answer the decoder's, so the
+    decoder-only layout would score the wrong thing; refused from config.json alone (no processor files)."""
+    folder = tmp_path / "blip2-flan-t5"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "blip-2", "architectures": ["Blip2ForConditionalGeneration"],
+                                                    "text_config": {"model_type": "t5", "is_encoder_decoder": True}}))
+    with pytest.raises(ValueError, match=r"language model is an encoder-decoder \('t5', e\.g\. FlanT5\).*blip2-opt-2\.7b"):
+        load_vision_language_model(str(folder), device="cpu")
+
+
 def test_a_chat_family_without_a_chat_template_is_refused(tmp_path):
     copy = tmp_path / "idefics3"
     shutil.copytree(tiny_checkpoint("idefics3"), copy)
