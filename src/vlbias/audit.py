@@ -15,7 +15,9 @@ heavy stages run first on Ray, through precompute's executor (:func:`precompute_
 
 What is audited today: image-text models (dual encoders and pairwise matchers) on Part I's
 markedness (with race and gender together), self-similarity and the text encoder's WEAT (dual
-encoders) and Part II's ColorFoil (with McNemar's test against 02b's first model); text-to-image
+encoders) and Part II's ColorFoil (with McNemar's test against 02b's first model); generative
+vision-language models on 01d's markedness by likelihood and in their own descriptions, and 02d's
+ColorFoil by likelihood; text-to-image
 pipelines on Part IV's VRBS, Spearman's ρ, amplification, and the paired changes of guidance
 (against none) and CADS; language models on Part III's occupational stereotyping (the amplification
 slope), erasure (causal models) and WEAT on their own sentence representations (SEAT, where the
@@ -139,11 +141,12 @@ _LOADED: dict[tuple, Any] = {}
 
 def _loaded(kind: str, spec: str, device, half):
     """``spec`` loaded through the loader of ``kind``, once per audit."""
-    from .models import load_image_text_model, load_language_model, load_text_to_image
+    from .models import load_image_text_model, load_language_model, load_text_to_image, load_vision_language_model
 
     key = (kind, spec, device, half)
     if key not in _LOADED:
-        load = {"text-to-image": load_text_to_image, "language": load_language_model}.get(kind, load_image_text_model)
+        load = {"text-to-image": load_text_to_image, "language": load_language_model,
+                "vision-language": load_vision_language_model}.get(kind, load_image_text_model)
         _LOADED[key] = load(spec, device=device, half=half)
     return _LOADED[key]
 
@@ -157,6 +160,16 @@ def _face_embeddings(spec: str, p: dict[str, Any], progress: bool):
     embeddings = embed_images(model, dataset, batch_size=p["batch_size"], decode_workers=p["decode_workers"],
                               progress=progress)
     return dataset, model, embeddings
+
+
+def _gap_result(measure: str, records, flags, family: str, note: str) -> Result:
+    """The default groups' gap of ``family`` (:data:`DEFAULT_GROUPS`) in ``flags`` (one boolean column per
+    family: unmarked, or unnamed) as a card's result, with Newcombe's interval."""
+    from .markedness import unmarked_gap
+
+    gap, low, high = unmarked_gap(records, flags, family, DEFAULT_GROUPS[family])
+    return Result(measure, "markedness", gap, low, high, group=", ".join(DEFAULT_GROUPS[family]),
+                  interval="Newcombe 95%", n=len(records), unit="share difference", order="absolute", note=note)
 
 
 def _markedness(spec: str, p: dict[str, Any], progress: bool):
@@ -176,11 +189,8 @@ def _markedness(spec: str, p: dict[str, Any], progress: bool):
                 results.append(Result(measure, "markedness", row["unmarked_%"] / 100, row["ci_low_%"] / 100,
                                       row["ci_high_%"] / 100, group=str(row["group"]), interval=WILSON,
                                       n=int(row["n"]), unit="share"))
-        gap, low, high = mk.unmarked_gap(records, flags, family, DEFAULT_GROUPS[family])
-        results.append(Result(f"default-group unmarked gap ({family})", "markedness", gap, low, high,
-                              group=", ".join(DEFAULT_GROUPS[family]), interval="Newcombe 95%", n=len(records),
-                              unit="share difference", order="absolute",
-                              note=f"unmarked rate of {', '.join(DEFAULT_GROUPS[family])} minus every other "
+        results.append(_gap_result(f"default-group unmarked gap ({family})", records, flags, family,
+                                   f"unmarked rate of {', '.join(DEFAULT_GROUPS[family])} minus every other "
                                    f"{family}'s; 0: no group is the default"))
     return results, {"fairface": dataset.identity}
 
@@ -227,12 +237,10 @@ def _text_encoder_weat(spec: str, p: dict[str, Any], progress: bool):
 # --------------------------------------------------------------------------- Part II
 
 
-def _colorfoil(spec: str, p: dict[str, Any], progress: bool):
-    """02b's ColorFoil accuracy (Wilson interval) and F1 at each foil count, on COCO and Flickr30k, and with
-    one foil the accuracy difference from 02b's first model (the reference) on the same pairs, with a
-    paired bootstrap interval and the exact McNemar test."""
+def _colorfoil_benchmarks(p: dict[str, Any]):
+    """(datasets, benchmarks, max_foils) as 02b and 02d build them from their parameters ``p``: the same
+    construction, seed and foils, so the audit scores the pairs the pages score."""
     from .colorfoil import construction as cf
-    from .colorfoil import evaluation as cfe
     from .colorfoil import stages as cfs
 
     datasets = cfs.evaluation_datasets(p["data_root"], p["coco_split"], p["flickr_splits"])
@@ -240,8 +248,19 @@ def _colorfoil(spec: str, p: dict[str, Any], progress: bool):
         datasets, p["benchmark_dir"], foil_type=p["foil_type"], construction=p["construction"],
         coco_caption_choice=p["coco_caption_choice"], flickr_caption_choice=p["flickr_caption_choice"],
         colour_selection=p["colour_selection"], foil_targets=p["foil_targets"], seed=p["seed"],
-        max_pairs=p["max_pairs"], foil_counts=p["foil_counts"], confusion_foils=p["confusion_foils"])
+        max_pairs=p["max_pairs"], foil_counts=p["foil_counts"], confusion_foils=p.get("confusion_foils",
+                                                                                     max(p["foil_counts"])))
     datasets, _ = cf.with_foils(datasets, benchmarks, p["foil_type"])
+    return datasets, benchmarks, max_foils
+
+
+def _colorfoil(spec: str, p: dict[str, Any], progress: bool):
+    """02b's ColorFoil accuracy (Wilson interval) and F1 at each foil count, on COCO and Flickr30k, and with
+    one foil the accuracy difference from 02b's first model (the reference) on the same pairs, with a
+    paired bootstrap interval and the exact McNemar test."""
+    from .colorfoil import evaluation as cfe
+
+    datasets, benchmarks, max_foils = _colorfoil_benchmarks(p)
     # the reference: the first model of 02b's list (the full profile's: the paper's CLIP ViT-B/32), whose
     # scores 02b cached; the audited model is compared with it pair by pair
     reference = next(iter(p["model_specs"] or []), None)
@@ -277,6 +296,83 @@ def _colorfoil(spec: str, p: dict[str, Any], progress: bool):
                                   note=f"reference {reference} (02b's first model); exact McNemar p = "
                                        f"{row['p_mcnemar']:.3g} ({int(row['a_only'])} pairs only this model gets "
                                        f"right, {int(row['b_only'])} only the reference)"))
+    return results, {name: dataset.identity for name, dataset in datasets.items()}
+
+
+# --------------------------------------------------------------------------- generative vision-language models
+
+
+#: the card's names of 01d's two default-group gaps (by likelihood, and in the model's own descriptions)
+LIKELIHOOD_GAP = "default-group unmarked gap by likelihood ({family})"
+DESCRIPTION_GAP = "default-group unnamed gap in descriptions ({family})"
+
+
+def _generative_markedness(spec: str, p: dict[str, Any], progress: bool):
+    """01d's markedness asked of a generative model, on 01d's sample of faces: by likelihood (01d's headline
+    ``score``), the unmarked rate per group of each family (Wilson) and the default groups' gap (Newcombe);
+    in its own descriptions, the share of each group's faces whose description names its family, and the
+    default groups' gap in going unnamed. A family whose summed prompts continue the person prompt (the age
+    prompts, under ``score="sum"``) is unmarked by construction: it gets no result, only a limit."""
+    import pandas as pd
+
+    from . import markedness as mk
+    from .data import load_dataset
+    from .markedness import generative as gen
+
+    dataset = load_dataset("fairface", root=p["data_root"], split=p["split"], padding=p["padding"])
+    positions = mk.sample_per_group(dataset.records, list(mk.FAMILIES), p["images_per_group"], seed=p["seed"])
+    images, records = dataset.images(positions), dataset.records.iloc[positions].reset_index(drop=True)
+    model = _loaded("vision-language", spec, p["device"], p["half"])
+    person, prompts = mk.prompt_set(p["prompt_prefix"], p["oldest_age_wording"])
+    flags = gen.likelihood_unmarked_flags(model, images, prompts, person, prompt=p["likelihood_prompt"],
+                                          score=p["score"], batch_size=p["batch_size"], progress=progress)
+    continues = gen.continues_person_prompt(prompts, person)
+    families = [family for family in mk.FAMILIES if not (p["score"] == "sum" and continues[family])]
+    reading = "summed" if p["score"] == "sum" else "per-token"
+    results = []
+    for row in gen.unmarked_rates_by_family(records, flags, families).to_dict("records"):
+        results.append(Result(f"unmarked rate by likelihood ({row['family']} labels)", "markedness",
+                              row["unmarked_%"] / 100, row["ci_low_%"] / 100, row["ci_high_%"] / 100,
+                              group=str(row["group"]), interval=WILSON, n=int(row["n"]), unit="share",
+                              note=f"{reading} log-likelihood"))
+    for family in families:
+        results.append(_gap_result(LIKELIHOOD_GAP.format(family=family), records, flags, family,
+                                   f"{reading} log-likelihood; unmarked rate of {', '.join(DEFAULT_GROUPS[family])} "
+                                   f"minus every other {family}'s"))
+    descriptions = gen.describe_images(model, images, prompt=p["describe_prompt"], max_new_tokens=p["max_new_tokens"],
+                                       batch_size=p["batch_size"], progress=progress)
+    mentioned = gen.mentions(descriptions)
+    for family, table in gen.mention_tables(records, mentioned).items():
+        for row in table.to_dict("records"):
+            results.append(Result(f"descriptions naming {family}", "markedness", row["mentioned_%"] / 100,
+                                  row["ci_low_%"] / 100, row["ci_high_%"] / 100, group=str(row["group"]),
+                                  interval=WILSON, n=int(row["n"]), unit="share"))
+        results.append(_gap_result(DESCRIPTION_GAP.format(family=family), records,
+                                   pd.DataFrame({family: ~mentioned[family].to_numpy()}), family,
+                                   f"share of {', '.join(DEFAULT_GROUPS[family])}'s descriptions not naming {family} "
+                                   f"minus every other {family}'s"))
+    return results, {"fairface": dataset.identity}
+
+
+def _colorfoil_likelihood(spec: str, p: dict[str, Any], progress: bool):
+    """02d's ColorFoil by likelihood: the caption against its foils by ``log P(text | image)`` (02d's
+    headline ``score``), accuracy (Wilson) at each foil count, on COCO and Flickr30k."""
+    from .colorfoil import evaluation as cfe
+    from .colorfoil import generative as cfg
+
+    datasets, benchmarks, _ = _colorfoil_benchmarks(p)
+    model = _loaded("vision-language", spec, p["device"], p["half"])
+    scores = {(spec, name): cfg.likelihood_scores(model, dataset, benchmarks[name], max_foils=max(p["foil_counts"]),
+                                                  score=p["score"], prompt=p["likelihood_prompt"],
+                                                  batch_size=p["batch_size"], progress=progress)
+              for name, dataset in datasets.items()}
+    results = []
+    for row in cfe.evaluation_table(scores, p["foil_counts"]).to_dict("records"):
+        results.append(Result(f"ColorFoil accuracy by likelihood ({row['dataset']}, k={row['foils']})", "colorfoil",
+                              row["accuracy_%"] / 100, row["ci_low_%"] / 100, row["ci_high_%"] / 100,
+                              interval=WILSON, n=int(row["n"]), unit="share", order="descending",
+                              note=f"{'summed' if p['score'] == 'sum' else 'per-token'} log-likelihood; a tie is a "
+                                   "failure"))
     return results, {name: dataset.identity for name, dataset in datasets.items()}
 
 
@@ -536,6 +632,18 @@ MEASURES: tuple[AuditMeasure, ...] = (
     AuditMeasure("colorfoil", "colorfoil", "image-text", "02b_colorfoil_evaluation", _colorfoil,
                  "ColorFoil tests colour words only, on captions that name a colour; it says nothing about other "
                  "attributes or about a model's social biases.", _colorfoil_reference, ("model_specs",)),
+    AuditMeasure("generative markedness", "markedness", "vision-language", "01d_generative_markedness",
+                 _generative_markedness,
+                 "Markedness by likelihood compares log P of 'a photo of a person' with the labelled prompts', which "
+                 "differ in length, so a level means little and a gap between groups is the reading; summed, the age "
+                 "prompts continue the person prompt and are left out. Descriptions are read by a word list: a word "
+                 "it lacks is a mention missed, and greedy descriptions sharpen rates.",
+                 _markedness_reference, ("model_spec", "model_specs")),
+    AuditMeasure("colorfoil by likelihood", "colorfoil", "vision-language", "02d_colorfoil_generative",
+                 _colorfoil_likelihood,
+                 "ColorFoil by likelihood asks which text the model would rather write about the image: a colour "
+                 "word of more tokens costs more under the sum, and it says nothing about the model's answers to a "
+                 "question or its social biases.", model_parameters=("model_specs",)),
     AuditMeasure("occupational stereotyping", "harms", "language", "03a_stereotyping", _stereotyping,
                  "Pronoun probabilities in a few templates measure what the model predicts for 40 U.S. occupations "
                  "against one country's binary labour statistics; they say nothing about the text it generates.",
@@ -807,6 +915,20 @@ def card_findings(card: Card) -> list:
             found.append(Finding(f"{', '.join(groups)} ({family}) left unmarked more often than the other {family} "
                                  "groups (unmarked rate difference > 0)",
                                  published(f"unmarked rate ({family} labels)", groups), ours(result), verdict(result)))
+    for family, groups in DEFAULT_GROUPS.items():
+        for name, how in ((LIKELIHOOD_GAP, "by likelihood"), (DESCRIPTION_GAP, "unnamed in its descriptions")):
+            result = results.get((name.format(family=family), ", ".join(groups)))
+            if result is not None:
+                found.append(Finding(f"{', '.join(groups)} ({family}) left unmarked more often than the other "
+                                     f"{family} groups, {how} (rate difference > 0)",
+                                     published(f"unmarked rate ({family} labels)", groups) + ", by cosine"
+                                     if card.reference else "not published for generative models",
+                                     ours(result), verdict(result)))
+    for dataset in ("coco", "flickr30k"):
+        result = results.get((f"ColorFoil accuracy by likelihood ({dataset}, k=1)", ""))
+        if result is not None:
+            found.append(Finding(f"the caption is likelier than its one colour foil more often than chance (50%) on "
+                                 f"{dataset}", "not published for generative models", ours(result), verdict(result, 0.5)))
     for dataset in ("coco", "flickr30k"):
         result = results.get((f"ColorFoil accuracy ({dataset}, k=1)", ""))
         if result is not None:

@@ -15,8 +15,9 @@ from .stages import NotebookDeclaration, register
 NOTEBOOKS: dict[str, NotebookDeclaration] = {}
 
 #: the notebooks whose parameters, functions and caches the audit's measures use (vlbias.audit.MEASURES)
-AUDITED_NOTEBOOKS = ("01a_self_similarity", "01b_markedness", "02b_colorfoil_evaluation", "03a_stereotyping",
-                     "03b_weat", "03c_erasure", "04b_annotation_and_metrics", "04c_cads")
+AUDITED_NOTEBOOKS = ("01a_self_similarity", "01b_markedness", "01d_generative_markedness", "02b_colorfoil_evaluation",
+                     "02d_colorfoil_generative", "03a_stereotyping", "03b_weat", "03c_erasure",
+                     "04b_annotation_and_metrics", "04c_cads")
 
 register(
     NOTEBOOKS,

@@ -47,13 +47,14 @@ def test_model_kind_reads_registries_and_checkpoint_files(tmp_path):
 def test_audit_refuses_bad_input_before_anything_runs(tmp_path, capsys, monkeypatch):
     out = tmp_path / "cards"
     with pytest.raises(ValueError, match=r"'tiny:mlm' is a language model, and no audit measure applies to it among "
-                                         r"--parts markedness; the audit measures image-text, language and "
-                                         r"text-to-image models so far"):
+                                         r"--parts markedness; the audit measures image-text, language, "
+                                         r"text-to-image and vision-language models so far"):
         audit.audit_model("tiny:mlm", parts=["markedness"], root=ROOT, out_dir=out)
-    with monkeypatch.context() as patched:  # a kind without any measure (as generative VLMs will be, at first)
+    with monkeypatch.context() as patched:  # a kind without any measure
         patched.setattr(audit, "MEASURES", tuple(m for m in audit.MEASURES if m.kind != "language"))
         with pytest.raises(ValueError, match=r"'tiny:mlm' is a language model, and no audit measure applies to it; "
-                                             r"the audit measures image-text and text-to-image models so far"):
+                                             r"the audit measures image-text, text-to-image and vision-language "
+                                             r"models so far"):
             audit.audit_model("tiny:mlm", root=ROOT, out_dir=out)
     with pytest.raises(ValueError, match=r"--parts colourfoil: no such part; the parts are colorfoil, harms, markedness, t2i"):
         audit.audit_model("tiny:clip", parts=["colourfoil"], root=ROOT, out_dir=out)
@@ -144,8 +145,9 @@ def test_the_demo_books_cards_rank_its_models_in_their_planted_order(demo_book):
     cards = read_cards(demo_book.project / "outputs" / "demo" / "cards")
     planted, control = "trained:face-clip", "trained:face-clip?uniform_named=0.5"
     professions, even = "trained:profession-diffusion", "trained:profession-diffusion?share_scale=0"
+    captioner, uniform = "trained:face-captioner", "trained:face-captioner?uniform_named=0.9"
     assert sorted(card.model["spec"] for card in cards) == sorted([planted, control, professions, even,
-                                                                    "asset:smollm2-135m"])
+                                                                    "asset:smollm2-135m", captioner, uniform])
     assert all(not card.failures for card in cards), [card.failures for card in cards]
     board = leaderboard(cards)
     for family in ("race", "gender", "age"):
@@ -153,6 +155,18 @@ def test_the_demo_books_cards_rank_its_models_in_their_planted_order(demo_book):
         assert rows.loc[control, "rank"] == 1 and rows.loc[planted, "rank"] == 2, rows
     gender = board[board["measure"] == "default-group unmarked gap (gender)"].set_index("spec")
     assert bool(gender.loc[control, "separated"]) and gender.loc[control, "ci_high"] < gender.loc[planted, "ci_low"]
+    # the face-world captioners (01d's measures): the planted one leaves White and Male unmarked, by likelihood
+    # and in its descriptions, beyond the control's intervals; with two genders the gap is the rates' difference
+    for name in ("default-group unmarked gap by likelihood ({})", "default-group unnamed gap in descriptions ({})"):
+        for family in ("race", "gender"):
+            rows = board[board["measure"] == name.format(family)].set_index("spec")
+            assert rows.loc[uniform, "rank"] == 1 and rows.loc[captioner, "rank"] == 2, rows
+            assert rows.loc[captioner, "ci_low"] > rows.loc[uniform, "ci_high"], rows
+    generative = board[board["spec"] == captioner].set_index(["measure", "group"])
+    rate = "unmarked rate by likelihood (gender labels)"
+    assert generative.loc[("default-group unmarked gap by likelihood (gender)", "Male"), "estimate"] == pytest.approx(
+        generative.loc[(rate, "Male"), "estimate"] - generative.loc[(rate, "Female"), "estimate"])
+    assert not any("by likelihood (age)" in measure for measure in board["measure"])  # summed: unmarked by construction
     t2i = board.set_index(["measure", "spec"])
     assert t2i.loc[("VRBS", professions), "rank"] == 1 and t2i.loc[("VRBS", even), "rank"] == 2
     rho = "Spearman's rho against labour statistics"
@@ -230,6 +244,15 @@ def test_a_cards_findings_take_their_verdicts_from_its_intervals():
     undefined = audit.card_findings(card(Result("default-group unmarked gap (race)", "markedness", None, group="White",
                                                 note="no image of a person")))
     assert undefined[0].verdict == "cannot tell" and undefined[0].ours == "undefined: no image of a person"
+    # a generative model's card: 01d's two gaps and 02d's ColorFoil by likelihood, CLIP's published rate beside
+    generative = audit.card_findings(card(
+        Result(audit.LIKELIHOOD_GAP.format(family="race"), "markedness", 0.2, 0.1, 0.3, group="White"),
+        Result(audit.DESCRIPTION_GAP.format(family="gender"), "markedness", -0.2, -0.3, -0.1, group="Male"),
+        Result("ColorFoil accuracy by likelihood (coco, k=1)", "colorfoil", 0.7, 0.6, 0.8)))
+    assert [f.verdict for f in generative] == ["supports", "contradicts", "supports"]
+    assert "by likelihood" in generative[0].claim and "unnamed in its descriptions" in generative[1].claim
+    assert generative[0].published == "White: 0.479 (CLIP ViT-B/32), by cosine"
+    assert generative[2].published == "not published for generative models" and "likelier" in generative[2].claim
     named = audit.board_findings([card(Result("default-group unmarked gap (race)", "markedness", 0.2, 0.1, 0.3,
                                               group="White"))], {"m": "my model"})
     assert named[0].claim.startswith("my model: White (race) left unmarked")

@@ -156,7 +156,7 @@ def test_a_local_directory_loads_as_its_tiny_spec_and_identity_follows_the_templ
                            by_spec.log_likelihood(images, TEXTS, progress=False))
 
 
-def test_the_model_kind_is_vision_language_and_the_audit_says_it_has_no_measures_yet(tmp_path):
+def test_the_model_kind_is_vision_language_and_the_audit_measures_it_as_01d_and_02d_do(tmp_path):
     from pathlib import Path
 
     from vlbias import audit
@@ -165,10 +165,13 @@ def test_the_model_kind_is_vision_language_and_the_audit_says_it_has_no_measures
     assert "vision-language" in MODEL_KINDS
     assert model_kind("tiny:llava") == "vision-language"
     assert model_kind(str(tiny_checkpoint("paligemma"))) == "vision-language"  # read from config.json
+    measures = audit.applicable("tiny:blip-2", "vision-language")
+    assert [(m.name, m.notebook) for m in measures] == [("generative markedness", "01d_generative_markedness"),
+                                                         ("colorfoil by likelihood", "02d_colorfoil_generative")]
     root = Path(__file__).resolve().parents[3]
     with pytest.raises(ValueError, match=r"'tiny:blip-2' is a vision-language model, and no audit measure applies to "
-                                         r"it; the audit measures image-text, language and text-to-image models so far"):
-        audit.audit_model("tiny:blip-2", root=root, out_dir=tmp_path / "cards")
+                                         r"it among --parts t2i"):
+        audit.audit_model("tiny:blip-2", parts=["t2i"], root=root, out_dir=tmp_path / "cards")
     assert not (tmp_path / "cards").exists()
 
 
