@@ -364,11 +364,11 @@ def test_declared_reads_are_the_runners_dependencies():
     assert depends["04b_annotation_and_metrics"] == {"04a_generation"}
     assert runner.notebook_dependencies(["03e_summary", "03c_erasure"])["03e_summary"] == {"03c_erasure"}
     # the model cards after the pages whose caches their measures read, the leaderboard after the cards
-    assert depends["05a_model_card"] == {"01a_self_similarity", "01b_markedness", "02b_colorfoil_evaluation",
-                                         "03a_stereotyping", "03b_weat", "03c_erasure", "04b_annotation_and_metrics",
-                                         "04c_cads"}
+    assert depends["05a_model_card"] == {"01a_self_similarity", "01b_markedness", "01d_generative_markedness",
+                                         "02b_colorfoil_evaluation", "02d_colorfoil_generative", "03a_stereotyping",
+                                         "03b_weat", "03c_erasure", "04b_annotation_and_metrics", "04c_cads"}
     assert depends["05b_leaderboard"] == {"05a_model_card"}
-    assert sum(map(len, depends.values())) == 12
+    assert sum(map(len, depends.values())) == 14
 
 
 def test_without_jobs_gpu_notebooks_take_the_gpu_one_at_a_time(timed_project, monkeypatch, capsys):
