@@ -108,6 +108,9 @@ def test_04b_rho_recovers_the_planted_shares_and_the_uniform_control_shows_none(
 
 def test_04c_interval_sentences_say_why_a_degenerate_interval_is_not_a_finding():
     assert t2i_bias.interval_phrase(0.012, -0.004, 0.03) == "+0.012 [-0.004, +0.030]"
+    # an end that would print as 0 but lies above it gets a fourth place: the reader sees the side of 0
+    assert t2i_bias.interval_phrase(0.021, 0.0004, 0.0416) == "+0.0210 [+0.0004, +0.0416]"
+    assert t2i_bias.interval_phrase(0.021, 0.0, 0.0416) == "+0.021 [+0.000, +0.042]"  # exactly 0: as it is
     assert "zero width" in t2i_bias.interval_phrase(0.0, 0.0, 0.0)
     assert "[" not in t2i_bias.interval_phrase(0.0, 0.0, 0.0)
     assert t2i_bias.interval_phrase(float("nan"), 0, 0).startswith("undefined")

@@ -427,7 +427,8 @@ def interval_phrase(value, low, high, decimals: int = 3, signed: bool = True) ->
     """``value [low, high]`` for a generated sentence, saying why where that would mislead: an
     undefined value (a constant share vector, no image labelled) is named so, and an interval of zero
     width says that every bootstrap replicate gave the same value (e.g. every image drew the same
-    label in both runs), so it is not a precise estimate."""
+    label in both runs), so it is not a precise estimate. An end that is not 0 but would print as 0 gets
+    one more decimal place, so the sentence says on which side of 0 it lies."""
     sign = "+" if signed else ""
     if value is None or not np.isfinite(float(value)):
         return "undefined (every image drew the same label, or no image was labelled, so the measure has no value)"
@@ -437,6 +438,10 @@ def interval_phrase(value, low, high, decimals: int = 3, signed: bool = True) ->
     if float(high) - float(low) < 10 ** -(decimals + 3):
         return text + (" with an interval of zero width: every bootstrap replicate gave the same value (the images "
                        "drew the same labels in every resample), which is not a precise estimate")
+    if any(0 < abs(float(end)) < 0.5 * 10 ** -decimals for end in (low, high)):
+        # an end that would print as 0 lies on one side of it: one more place says which ("+0.0004", not "+0.000")
+        decimals += 1
+        text = f"{float(value):{sign}.{decimals}f}"
     return f"{text} [{float(low):{sign}.{decimals}f}, {float(high):{sign}.{decimals}f}]"
 
 

@@ -359,8 +359,9 @@ def vlm_free_labels(model: VisionLanguageModel, images, question: str = GENDER_Q
     ``images`` as for :func:`vlm_labels`. The answers are cached by model, question, ``max_new_tokens`` and
     images. Returns ``(labels, answers, counts, at_limit)`` (:class:`FreeAnswers`); ``counts`` says how many
     answers named one label (matched), none (unmatched) or several (ambiguous); ``at_limit`` how many reached
-    ``max_new_tokens`` and may be cut short, which would leave them unmatched for want of tokens. None labels are "not labelled" for
-    :func:`vlbias.t2i.controls.annotator_robustness`, as DALL-Eval left such images out of its shares.
+    ``max_new_tokens`` and may be cut short, which would leave them unmatched for want of tokens. None labels
+    are "not labelled" for :func:`vlbias.t2i.controls.annotator_robustness`, as DALL-Eval left such images
+    out of its shares.
     """
     question = _check_question(question)
     patterns = _patterns(words)
@@ -388,7 +389,8 @@ def _at_limit(model: VisionLanguageModel, answers: Sequence[str], question: str,
         try:
             tokens = int(model.answer_token_counts([answer], question)[0]) if answer else 0
         except ValueError:
-            tokens = len(model.tokenizer(answer, add_special_tokens=False)["input_ids"])
+            tokenizer = getattr(model, "tokenizer", None)  # a backend without one: the answer is not counted
+            tokens = len(tokenizer(answer, add_special_tokens=False)["input_ids"]) if tokenizer is not None else 0
         reached += tokens >= max_new_tokens
     return reached
 
@@ -499,13 +501,11 @@ def comparison_sentences(table: pd.DataFrame, name: str, images: int,
                 continue
             low, high = row["ci_low"], row["ci_high"]
             defined = np.isfinite(low) and np.isfinite(high) and high - low > 1e-9
-            # an end that rounds to 0 at three places is shown at four, so "+0.000" never stands for either side
-            decimals = 4 if defined and min(abs(low), abs(high)) < 5e-4 else 3
             verdict = ("" if not defined else " (its interval excludes 0: an annotator effect)" if low > 0 or high < 0
                        else " (its interval holds 0: no change detected)")
             text = (f"Read {how}, {spec} agrees with {name} on {row['agreement']:.0%} of the "
                     f"{int(row['both labelled'])} images both labelled ({kappa_phrase(row['cohen_kappa'])}); when it "
-                    f"annotates instead, VRBS moves by {interval_phrase(row['VRBS change'], low, high, decimals)}"
+                    f"annotates instead, VRBS moves by {interval_phrase(row['VRBS change'], low, high)}"
                     f"{verdict}")
             if "answers unmatched" in row and pd.notna(row.get("answers unmatched")):
                 left = int(row["answers unmatched"]) + int(row["answers ambiguous"])
