@@ -248,6 +248,19 @@ def test_default_free_words_and_answers_name_the_same_labels():
     assert list(FREE_ANSWER_WORDS) == list(GENDER_ANSWERS)
 
 
+def test_04b_asks_the_generative_annotator_this_modules_question_by_default():
+    """04b's parameters cell spells the question, answers and words out (papermill needs literals): they are
+    this module's defaults, so the page and a call without them ask the same."""
+    from pathlib import Path
+
+    from vlbias.profiles import parameter_defaults
+
+    notebook = Path(__file__).resolve().parents[2] / "notebooks" / "04b_annotation_and_metrics.ipynb"
+    defaults = parameter_defaults(notebook)
+    assert defaults["vlm_question"] == GENDER_QUESTION
+    assert defaults["vlm_answers"] == GENDER_ANSWERS and defaults["vlm_free_words"] == FREE_ANSWER_WORDS
+
+
 # --------------------------------------------------------------------------- the real tiny model
 
 def test_tiny_llava_scores_are_its_own_log_likelihoods():

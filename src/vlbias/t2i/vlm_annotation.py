@@ -463,7 +463,7 @@ def compare_with_annotator(manifest: pd.DataFrame, labels: Sequence, name: str, 
                                                        target=target, n_boot=n_boot, confidence=confidence,
                                                        seed=seed)
             rows.append({"model": spec, "reading": READINGS[key],
-                         "labelled": int(pd.Series(values, dtype=object).notna().sum()),
+                         "labelled": int(per_annotator.loc[spec, "labelled"]),
                          "both labelled": pair["both labelled"], "agreement": pair["agreement"],
                          "cohen_kappa": pair["cohen_kappa"], f"VRBS ({name})": per_annotator.loc[name, "VRBS"],
                          "VRBS (generative)": per_annotator.loc[spec, "VRBS"], "VRBS change": pair["VRBS change"],
