@@ -108,7 +108,7 @@ def _as_notebook_resolves(spec: str, context: Context) -> str:
     from .models.spec import parse_spec
 
     parsed = parse_spec(spec, base=context.notebooks_dir)
-    return parsed.name if parsed.source == "local" else spec
+    return parsed.canonical if parsed.source == "local" else spec  # a directory's options kept
 
 
 def _finished_batches(stage: Stage) -> set[int]:

@@ -52,7 +52,8 @@ PROCESSORS = {"CLIPModel": "CLIPProcessor", "AlignModel": "AlignProcessor", "Alt
               "CLIPSegForImageSegmentation": "CLIPSegProcessor", "GroupViTModel": "CLIPProcessor",
               "ViltForImageAndTextRetrieval": "ViltProcessor",
               "BridgeTowerForImageAndTextRetrieval": "BridgeTowerProcessor",
-              "SiglipModel": "SiglipProcessor", "ChineseCLIPModel": "ChineseCLIPProcessor",
+              "SiglipModel": "SiglipProcessor", "Siglip2Model": "Siglip2Processor",
+              "ChineseCLIPModel": "ChineseCLIPProcessor",
               "BlipForImageTextRetrieval": "BlipProcessor"}
 #: characters the unigram stand-in knows (anything else is <unk>)
 _UNIGRAM_CHARACTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,;:!?'\"-()/&%+*=#@"
@@ -176,7 +177,8 @@ def _finish(hub: Path, target: Target) -> None:
 
 
 def _values(recorded: dict, key: str) -> dict:
-    return {k: v for k, v in (recorded.get(key) or {}).items() if k not in ("class", "vocabulary")}
+    # "loaded_as": the class transformers reads the saved files back as, where it is not the one saved
+    return {k: v for k, v in (recorded.get(key) or {}).items() if k not in ("class", "vocabulary", "loaded_as")}
 
 
 def unigram_stand_in(tokenizer_class, **values):

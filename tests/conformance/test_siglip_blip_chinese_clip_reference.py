@@ -7,7 +7,10 @@ initialisation, t = log 10 and b = -10: transformers initialises both at 0, whic
 The reference is scored first, on the model in memory, as transformers documents SigLIP's zero-shot call and
 as its zero-shot pipeline runs it: per image, ``model(**processor(text=candidates, images=image,
 padding="max_length", max_length=64, truncation=True)).logits_per_image``, and ``sigmoid`` of it as the
-probabilities. Then the checkpoint is saved with its processor, freed, and read by our loader. Our cosines
+probabilities; for SigLIP 2 on the texts lowercased, as its documentation says to preprocess them (it was trained
+on lowercased text), which the test shows changes the logits. SigLIP 2's NaFlex checkpoint (``Siglip2Model``) is
+called the same way, its processor keeping each image's aspect ratio in at most 256 patches. Then the checkpoint is
+saved with its processor, freed, and read by our loader. Our cosines
 times ``exp(logit_scale)`` plus ``logit_bias`` (``model.logits``) equal the reference logits, our
 ``model.probabilities`` its sigmoid, with the same decisions.
 
@@ -41,7 +44,7 @@ from vlbias.models.conversion import recorded_hf_config
 
 pytestmark = pytest.mark.conformance
 
-SIGLIP = ["google/siglip-base-patch16-224", "google/siglip2-base-patch16-224"]
+SIGLIP = ["google/siglip-base-patch16-224", "google/siglip2-base-patch16-224", "google/siglip2-base-patch16-naflex"]
 # a caption and its foils per image; the lengths differ so that padding matters
 CANDIDATES = [["A red bus driving down a street past a park.", "A blue bus driving down a street past a park.",
                "A green bus driving down a street."],
@@ -80,11 +83,13 @@ def known_words(tokenizer, texts) -> bool:
     return tokenizer.unk_token_id not in {i for row in ids for i in row}
 
 
-def reference_logits(model, processor, images, candidates):
-    """transformers' SigLIP call: texts padded to 64 tokens, one forward pass per image with its candidates."""
+def reference_logits(model, processor, images, candidates, lowercase=False):
+    """transformers' SigLIP call: texts padded to 64 tokens, one forward pass per image with its candidates;
+    ``lowercase``: the texts lowercased first, as SigLIP 2's documentation says to (it was trained so)."""
     rows = []
     with torch.inference_mode():
         for image, texts in zip(images, candidates):
+            texts = [text.lower() for text in texts] if lowercase else texts
             inputs = processor(text=texts, images=image, padding="max_length", max_length=64, truncation=True,
                                return_tensors="pt")
             assert "attention_mask" not in inputs  # as the hub tokenizers: SigLIP attends to its padding
@@ -110,16 +115,24 @@ def test_siglip_spec_path_equals_transformers(hub_id, tmp_path):
         model.logit_bias.fill_(-10.0)
     assert known_words(processor.tokenizer, [text for row in CANDIDATES for text in row])
     images = sample_images()
-    want = reference_logits(model, processor, images, CANDIDATES)
+    siglip2 = hub_id.startswith("google/siglip2")
+    want = reference_logits(model, processor, images, CANDIDATES, lowercase=siglip2)
+    if siglip2:  # the cased texts score otherwise: reading them lowercased is a choice the test can catch
+        assert np.abs(reference_logits(model, processor, images, CANDIDATES) - want).max() > 1e-3
     assert padding_changes_embeddings(model, processor, CANDIDATES[0])
     save_and_free(model, processor, tmp_path / "checkpoint")
     del model
 
     ours = load_image_text_model(str(tmp_path / "checkpoint"), device="cpu")
-    assert type(ours).__name__ == "HFSiglipEncoder" and ours.kind == "dual" and ours.max_length == 64
-    assert type(ours.tokenizer).__name__ == recorded["tokenizer"]["class"]
-    # resized to the square input, no crop: the identity's preprocessing says so
-    assert "size=(('height', 224), ('width', 224))" in ours.preprocess_id and "crop" not in ours.preprocess_id
+    naflex = recorded["model_class"] == "Siglip2Model"
+    assert type(ours).__name__ == ("HFSiglip2Encoder" if naflex else "HFSiglipEncoder")
+    assert ours.kind == "dual" and ours.max_length == 64 and ours.lowercase == siglip2
+    tokenizer = recorded["tokenizer"]
+    assert type(ours.tokenizer).__name__ == tokenizer.get("loaded_as", tokenizer["class"])
+    if naflex:  # aspect ratio kept: at most 256 patches of 16 px, the images' own grids
+        assert "max_num_patches=256" in ours.preprocess_id and "patch_size=16" in ours.preprocess_id
+    else:  # resized to the square input, no crop: the identity's preprocessing says so
+        assert "size=(('height', 224), ('width', 224))" in ours.preprocess_id and "crop" not in ours.preprocess_id
     assert ours.logit_scale == pytest.approx(10.0) and ours.logit_bias == pytest.approx(-10.0)
     got = ours.score_candidates(images, CANDIDATES, batch_size=4, progress=False)
     assert np.ptp(want) > 1e-3  # distinct candidates score apart: the comparison can fail

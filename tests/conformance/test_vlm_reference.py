@@ -4,7 +4,8 @@ reduced depth (which layers, and why, in tests/conformance/README.md).
 
 Reference: the answer's log-likelihood is ``-model(**inputs, labels=labels).loss`` times the number of labelled
 tokens, where the processor builds ``inputs`` as a training example is built (the chat template's own rendering of
-a started assistant turn, ``continue_final_message=True``; PaliGemma's ``suffix=``; BLIP-2's prompt and text) and
+a started assistant turn, ``continue_final_message=True``; LLaVA-OneVision's rendered question followed by the
+answer; PaliGemma's ``suffix=``; BLIP-2's prompt and text) and
 ``labels`` cover the answer's tokens only; generation is ``model.generate(do_sample=False)`` on
 ``processor.apply_chat_template(..., add_generation_prompt=True, tokenize=True)``, the model cards' call. The model
 is scored, saved and freed before our loader reads the directory, so one copy is in memory at a time.
@@ -44,14 +45,15 @@ def images():
     return made
 
 
-def build(hub_id, text_layers, vision_layers, vision_key="num_hidden_layers"):
-    """The recorded architecture at ``text_layers`` and ``vision_layers`` of its depth, random weights (seed 0)."""
+def build(hub_id, text_layers, vision_layers, vision_key="num_hidden_layers", **vision):
+    """The recorded architecture at ``text_layers`` and ``vision_layers`` of its depth, random weights (seed 0);
+    ``vision``: vision-config values the reduced depth needs besides (Qwen2.5-VL's full-attention blocks)."""
     import transformers
 
     recorded = recorded_hf_config(hub_id)
     values = {key: value for key, value in recorded["config"].items() if key != "model_type"}
     values["text_config"] = values["text_config"] | {"num_hidden_layers": text_layers}
-    values["vision_config"] = values["vision_config"] | {vision_key: vision_layers}
+    values["vision_config"] = values["vision_config"] | {vision_key: vision_layers} | vision
     config = transformers.AutoConfig.for_model(recorded["config"]["model_type"], **values)
     torch.manual_seed(0)
     return getattr(transformers, recorded["model_class"])(config).eval(), recorded
@@ -203,6 +205,67 @@ def test_qwen2_vl_scores_and_generates_as_hugging_face(images, tmp_path):
                                  chat_template=chat_template("qwen2_vl"))
     ours = conform(model, processor, tmp_path / "qwen2-vl-2b-1-layer", images)
     assert ours.model.config.text_config.hidden_size == 1536 and ours.question(PROMPT)[1] == ""
+
+
+def test_llava_next_scores_and_generates_as_hugging_face(images, tmp_path):
+    """LLaVA-NeXT (Mistral-7B): each image tiled at the best of the real grid pinpoints (336 x 672 for both
+    images here: a base view and two tiles), features unpadded to the image's aspect ratio, a newline per row."""
+    from transformers import LlavaNextProcessor
+
+    model, recorded = build("llava-hf/llava-v1.6-mistral-7b-hf", text_layers=1, vision_layers=2)
+    settings = {key: value for key, value in recorded["processor"].items() if key != "class"}
+    processor = LlavaNextProcessor(image_processor(recorded), llama_stand_in(recorded),
+                                   chat_template=chat_template("llava_next"), **settings)
+    tiles = processor.image_processor(images=images, return_tensors="np")["pixel_values"].shape[1]
+    assert tiles == 3  # the base view and two 336 px tiles: anyres is exercised
+    ours = conform(model, processor, tmp_path / "llava-v1.6-mistral-7b-1-layer", images)
+    assert ours.model.config.text_config.hidden_size == 4096 and ours.question(PROMPT)[1] == " "
+
+
+def test_llava_onevision_scores_and_generates_as_hugging_face(images, tmp_path):
+    """LLaVA-OneVision (Qwen2-0.5B): SigLIP tiles at 384 px (anyres_max_9), every patch feature kept ('full').
+    Its template writes an answer's turn as ``<|im_start|>assistant \\n`` but asks with ``...assistant\\n``
+    (``continue_final_message`` would not continue the question), so Hugging Face's path for an answer is the
+    processor on the rendered question followed by the answer, as generation continues it."""
+    from transformers import LlavaOnevisionProcessor, LlavaOnevisionVideoProcessor
+
+    model, recorded = build("llava-hf/llava-onevision-qwen2-0.5b-ov-hf", text_layers=1, vision_layers=2)
+    settings = {key: value for key, value in recorded["processor"].items() if key != "class"}
+    video = {key: recorded["image_processor"][key] for key in ("size", "resample", "image_mean", "image_std")}
+    processor = LlavaOnevisionProcessor(image_processor(recorded), qwen_stand_in(recorded),
+                                        LlavaOnevisionVideoProcessor(**video),
+                                        chat_template=chat_template("llava_onevision"), **settings)
+    views = processor.image_processor(images=images, return_tensors="np")["pixel_values"].shape[1]
+    assert views == 2  # a base view and one 384 px tile each (1317 and 1269 image tokens): anyres is exercised
+    ask_question = chat_inputs(processor)
+
+    def ask(image, answer=None):
+        if answer is None:
+            return ask_question(image)
+        rendered = processor.apply_chat_template(conversation(image, PROMPT), add_generation_prompt=True)
+        return processor(images=[image], text=[rendered + answer], return_tensors="pt")
+
+    ours = conform(model, processor, tmp_path / "llava-onevision-0.5b-1-layer", images, ask=ask)
+    assert ours.model.config.text_config.hidden_size == 896 and ours.question(PROMPT)[1] == ""
+
+
+def test_qwen2_5_vl_scores_and_generates_as_hugging_face(images, tmp_path):
+    """Qwen2.5-VL-3B: two vision blocks, the first windowed and the second full attention (the checkpoint's
+    blocks 6 and 7 of each group of eight: ``fullatt_block_indexes`` [1] here for [7, 15, 23, 31])."""
+    from transformers import Qwen2_5_VLProcessor, Qwen2VLVideoProcessor
+
+    model, recorded = build("Qwen/Qwen2.5-VL-3B-Instruct", text_layers=1, vision_layers=2, vision_key="depth",
+                            fullatt_block_indexes=[1])
+    pixels = {key: recorded["image_processor"][key] for key in ("min_pixels", "max_pixels", "patch_size", "merge_size")}
+    processor = Qwen2_5_VLProcessor(image_processor(recorded), qwen_stand_in(recorded), Qwen2VLVideoProcessor(**pixels),
+                                    chat_template=chat_template("qwen2_5_vl"))
+    vision = model.config.vision_config
+    grid = processor.image_processor(images=images, return_tensors="np")["image_grid_thw"]
+    window = vision.window_size // vision.patch_size  # patches a window spans
+    assert (grid[:, 1:] > window).any()  # the first image spans two windows: the windowed block differs from full
+    ours = conform(model, processor, tmp_path / "qwen2.5-vl-3b-1-layer", images)
+    assert ours.model.config.text_config.hidden_size == 2048 and ours.question(PROMPT)[1] == ""
+    assert list(ours.model.config.vision_config.fullatt_block_indexes) == [1]
 
 
 def test_blip_2_scores_and_generates_as_hugging_face(images, tmp_path):

@@ -35,6 +35,15 @@ def test_model_kind_reads_registries_and_checkpoint_files(tmp_path):
     with pytest.raises(ValueError, match=r"'roberta' checkpoint \(RobertaForSequenceClassification\), of none of the "
                                          r"kinds the book measures: image-text backends exist for align, altclip"):
         model_kind(str(tmp_path / "classifier"))
+    # BLIP: the retrieval checkpoint is an image-text model (either head, a spec option), its captioner is none
+    assert model_kind(str(tiny_checkpoint("blip"))) == model_kind("tiny:blip?head=contrastive") == "image-text"
+    (tmp_path / "captioner").mkdir()
+    (tmp_path / "captioner" / "config.json").write_text(json.dumps(
+        {"model_type": "blip", "architectures": ["BlipForConditionalGeneration"]}))
+    with pytest.raises(ValueError, match=r"BLIP BlipForConditionalGeneration checkpoint, of none of the kinds the book "
+                                         r"measures: the image-text backend reads BLIP's retrieval checkpoints"):
+        model_kind(str(tmp_path / "captioner"))
+    assert model_kind("tiny:siglip2-naflex?max_num_patches=64") == "image-text"
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="holds no model_index.json, open_clip_config.json or config.json"):
         model_kind(str(tmp_path / "empty"))

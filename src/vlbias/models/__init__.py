@@ -29,11 +29,12 @@ __all__ = [
 ]
 
 
-def load_image_text_model(spec: str, device=None, half: bool | None = None) -> ImageTextModel:
-    """Load a dual encoder or a pairwise matcher by spec."""
+def load_image_text_model(spec: str, device=None, half: bool | None = None, head: str | None = None) -> ImageTextModel:
+    """Load a dual encoder or a pairwise matcher by spec; a spec's options (``?head=contrastive`` for BLIP,
+    ``?max_num_patches=N`` for SigLIP 2 NaFlex) choose what its family offers, ``head`` as a keyword too."""
     from .image_text import load_image_text_model as load
 
-    return load(spec, device=device, half=half)
+    return load(spec, device=device, half=half, head=head)
 
 
 def load_language_model(spec: str, device=None, half: bool | None = None, kind: str | None = None) -> LanguageModel:

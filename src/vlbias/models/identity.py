@@ -34,7 +34,10 @@ from .spec import ModelSpec, parse_spec
 #: ``model_index.json``, ``preprocessor_config.json``, ``scheduler_config.json``), tokenizer files
 #: (``tokenizer.json``, ``vocab.txt``, ``merges.txt``, SentencePiece ``.model``) and remote code
 FINGERPRINTED_SUFFIXES = frozenset({".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".json", ".txt",
-                                    ".model", ".tiktoken", ".py"})
+                                    ".model", ".tiktoken", ".py",
+                                    # transformers 5 saves a chat template beside the tokenizer: it decides what
+                                    # a chat model reads, so another template is another model
+                                    ".jinja"})
 #: records of how a checkpoint was made (losses, seconds): a deterministic retrain writes other
 #: numbers there but the same weights, so they are left out
 PROVENANCE_FILES = frozenset({"training.json"})

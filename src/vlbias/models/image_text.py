@@ -10,6 +10,7 @@ per family. Batching, progress bars and normalisation live in the two shared bas
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Callable, Sequence
@@ -313,6 +314,9 @@ def _image_processor_id(image_processor) -> str:
         elif isinstance(value, list):
             value = tuple(round(v, 6) if isinstance(v, float) else v for v in value)
         picked[key] = value
+    for key in ("patch_size", "max_num_patches"):  # SigLIP 2 NaFlex: how many patches an image is resized to
+        if config.get(key) is not None:
+            picked[key] = config[key]
     return type(image_processor).__name__ + ":" + _describe(picked)
 
 
@@ -424,23 +428,86 @@ class HFSiglipEncoder(SigmoidScores, HFDualEncoder):
     - Images are resized to the square input without cropping (``SiglipImageProcessor`` has a height and
       width, no crop size), as ``preprocess_id`` records.
 
+    - SigLIP 2's texts are lowercased before they are tokenized (``lowercase``): SigLIP 2 was trained on
+      lowercased text (transformers' SigLIP 2 documentation says to preprocess labels the same way, and the
+      conversion wrote ``do_lower_case`` into the tokenizer's config), but transformers 5 loads the
+      fixed-resolution checkpoints' tokenizer as ``GemmaTokenizer``, which keeps the case. (It loads the NaFlex
+      checkpoints' as ``Siglip2Tokenizer``, which lowercases; lowercasing again changes nothing.) SigLIP's own
+      ``SiglipTokenizer`` lowercases by itself.
+
     Scores are cosines, as for every dual encoder; :class:`SigmoidScores` turns them into SigLIP's logits and
     match probabilities with the checkpoint's learned ``logit_scale`` and ``logit_bias``.
     """
 
-    def __init__(self, spec: str, source: str, device, dtype):
-        from transformers import SiglipModel
+    model_class_name = "SiglipModel"
 
-        super().__init__(spec, source, SiglipModel, device, dtype)
+    def __init__(self, spec: str, source: str, device, dtype):
+        import transformers
+
+        super().__init__(spec, source, getattr(transformers, self.model_class_name), device, dtype)
         self.logit_scale = self.model.logit_scale.detach().float().exp().item()
         self.logit_bias = self.model.logit_bias.detach().float().item()
         # both heads end at the vision width (the text head projects to it)
         self.embedding_dim = self.model.config.vision_config.hidden_size
+        # SigLIP 2's Gemma vocabulary: trained on lowercased text (see the class docstring)
+        self.lowercase = type(self.tokenizer).__name__.startswith(SIGLIP2_TOKENIZERS)
+
+    @property
+    def architecture_id(self) -> str:
+        """The model class, and ``lowercase`` where texts are lowercased before tokenizing: embeddings of texts
+        cached before SigLIP 2 was read lowercased are never reused."""
+        return self.model_class_name + ("|lowercase" if self.lowercase else "")
+
+    def _texts(self, texts: list[str]) -> list[str]:
+        return [text.lower() for text in texts] if self.lowercase else texts
 
     def _embed_texts(self, texts):
-        tokens = self.tokenizer(texts, padding="max_length", truncation=True, max_length=self.max_length,
+        tokens = self.tokenizer(self._texts(texts), padding="max_length", truncation=True, max_length=self.max_length,
                                 return_tensors="pt").to(self.device)
         return _features(self.model.get_text_features(**tokens))
+
+    def text_token_ids(self, texts):
+        return _truncated_ids(self.tokenizer, self._texts(_as_texts(texts)), self.max_length)
+
+
+#: tokenizer classes of SigLIP 2's Gemma vocabulary, which was trained on lowercased text
+SIGLIP2_TOKENIZERS = ("GemmaTokenizer", "Siglip2Tokenizer")
+
+
+class HFSiglip2Encoder(HFSiglipEncoder):
+    """SigLIP 2's NaFlex checkpoints (``Siglip2Model``, ``model_type`` ``siglip2``): each image keeps its aspect
+    ratio, resized so that its 16 px patches number at most ``max_num_patches`` (the checkpoint's, 256 for the
+    hub's; the spec option ``?max_num_patches=N`` sets another, as the model card's 256 to 1,024), and the
+    vision tower reads the patches with a mask and their grid (``spatial_shapes``), its position embeddings
+    resized to that grid. The texts are read as by :class:`HFSiglipEncoder` (lowercased, padded to 64 tokens).
+
+    The images go through the checkpoint's image processor itself: ``Siglip2Processor``'s own defaults
+    (``max_num_patches=256``, ``patch_size=16``) would override a checkpoint's other values. For the hub's
+    checkpoints the two agree, which the conformance test shows.
+    """
+
+    model_class_name = "Siglip2Model"
+
+    def __init__(self, spec: str, source: str, device, dtype, max_num_patches: str | int | None = None):
+        if max_num_patches is not None:
+            try:
+                max_num_patches = int(max_num_patches)
+            except ValueError:
+                max_num_patches = 0
+            if max_num_patches < 1:
+                raise ValueError(f"{spec!r}: max_num_patches must be a positive whole number of patches "
+                                 f"(the hub's SigLIP 2 NaFlex checkpoints use 256; the model card shows 256 to 1024).")
+        super().__init__(spec, source, device, dtype)
+        if max_num_patches is not None:  # before preprocess_id is read: the identity names the patches
+            self.image_processor.max_num_patches = max_num_patches
+            self.preprocess_id = _image_processor_id(self.image_processor)
+
+    def _embed_images(self, images):
+        inputs = self.image_processor(images=images, return_tensors="pt")
+        return _features(self.model.get_image_features(
+            pixel_values=inputs["pixel_values"].to(self.device, self.torch_dtype),
+            pixel_attention_mask=inputs["pixel_attention_mask"].to(self.device),
+            spatial_shapes=inputs["spatial_shapes"].to(self.device)))
 
 
 class BlipContrastiveEncoder(HFDualEncoder):
@@ -531,6 +598,10 @@ def _build_siglip(spec, source, config, device, dtype):
     return HFSiglipEncoder(spec, source, device, dtype)
 
 
+def _build_siglip2(spec, source, config, device, dtype, max_num_patches=None):
+    return HFSiglip2Encoder(spec, source, device, dtype, max_num_patches=max_num_patches)
+
+
 def _build_blip(spec, source, config, device, dtype, head=None):
     """A BLIP retrieval checkpoint by its head (:data:`BLIP_HEADS`). BLIP's captioning and question-answering
     checkpoints share its ``model_type`` but have neither head: loaded as a retrieval model, the heads would be
@@ -562,11 +633,12 @@ HF_BACKENDS: dict[str, Callable] = {
     "bridgetower": _build_bridgetower,
     # SigLIP 2's fixed-resolution checkpoints are saved as ``siglip`` too (with a Gemma tokenizer)
     "siglip": _build_siglip,
+    "siglip2": _build_siglip2,  # SigLIP 2's NaFlex checkpoints (Siglip2Model)
     "chinese_clip": _hf_dual("ChineseCLIPModel"),  # its BERT tokenizer, a Chinese vocabulary
     "blip": _build_blip,
 }
 #: option -> the ``model_type`` whose builder takes it
-OPTION_BACKENDS = {"head": "blip"}
+OPTION_BACKENDS = {"head": "blip", "max_num_patches": "siglip2"}
 
 
 # --------------------------------------------------------------------------- loading
@@ -598,10 +670,17 @@ def _load_hf(spec: ModelSpec, source: str, config: dict, device, dtype, options:
                          f"{', '.join(sorted(HF_BACKENDS))}.")
     options = {key: value for key, value in (options or {}).items() if value is not None}
     for key in options:
-        if OPTION_BACKENDS.get(key) != model_type:
-            raise ValueError(f"{spec.raw!r}: {key}= applies to {OPTION_BACKENDS.get(key)!r} checkpoints only, and this "
+        if key not in OPTION_BACKENDS:
+            raise ValueError(f"{spec.raw!r}: {key}= is no option of an image-text model; the options are "
+                             + ", ".join(f"{name}= ({family})" for name, family in OPTION_BACKENDS.items()) + ".")
+        if OPTION_BACKENDS[key] != model_type:
+            raise ValueError(f"{spec.raw!r}: {key}= applies to {OPTION_BACKENDS[key]!r} checkpoints only, and this "
                              f"is a {model_type!r} checkpoint; leave {key} unset.")
     return HF_BACKENDS[model_type](spec.display, source, config, device, dtype, **options)
+
+
+def _option_families(options: dict) -> str:
+    return " and ".join(sorted({repr(OPTION_BACKENDS.get(key, "no")) for key in options}))
 
 
 def _load_directory(spec: ModelSpec, directory: Path, device, dtype, options: dict) -> ImageTextModel:
@@ -635,11 +714,13 @@ def load_image_text_model(spec: str | ModelSpec, device=None, half: bool | None 
                           head: str | None = None) -> ImageTextModel:
     """Load a dual encoder or a pairwise matcher by spec (see :mod:`vlbias.models.spec`).
 
-    ``head``: which of a BLIP retrieval checkpoint's heads scores (:data:`BLIP_HEADS`): ``"itm"`` (the default,
-    image-text matching, a pairwise matcher) or ``"contrastive"`` (a dual encoder); any other family refuses it.
-    It is a loader option, not part of the spec string: the spec grammar (:mod:`vlbias.models.spec`) has no
-    options for hub ids or directories. The head chosen is part of the model's identity (``kind`` and
-    ``architecture_id``), so the two heads never share cached results.
+    A spec's options (after ``?``, :data:`OPTION_BACKENDS`) choose what a family offers:
+    ``Salesforce/blip-itm-base-coco?head=contrastive`` reads BLIP's contrastive head as a dual encoder
+    (:data:`BLIP_HEADS`; ``itm``, image-text matching, is the default), and a SigLIP 2 NaFlex checkpoint's
+    ``?max_num_patches=N`` sets how many patches an image is resized to. Any other family refuses them.
+    ``head``: the same choice as a keyword (it must agree with the spec's ``head=`` where both are given).
+    The options are part of the model's identity (its canonical spec, ``kind`` and ``architecture_id``), so
+    two heads never share cached results.
 
     float32 unless ``half=True`` (``None`` is float32 too, as for every model kind), on every
     device: the released code of both CLIP papers ran fp32, and markedness and ColorFoil decisions
@@ -648,17 +729,25 @@ def load_image_text_model(spec: str | ModelSpec, device=None, half: bool | None 
     every cache.
     """
     parsed = parse_spec(spec)
+    options = dict(parsed.options)
+    if head is not None:
+        if options.get("head", head) != head:
+            raise ValueError(f"{parsed.raw!r} asks for head={options['head']!r} and the call for head={head!r}: "
+                             "give the head once, in the spec or as the keyword.")
+        options["head"] = head
+        # the keyword's head is named in the identity as the spec's would be: one cache for either spelling
+        parsed = dataclasses.replace(parsed, options=tuple(sorted(options.items())))
     device = resolve_device(device)
     dtype = resolve_dtype(device, bool(half))
-    options = {"head": head}
     location = None
     if parsed.source in ("tiny", "trained", "local", "asset"):  # files here: built, trained, saved or packaged
         location = Path(locate(parsed))
         model = _load_directory(parsed, location, device, dtype, options)
     elif parsed.source == "open_clip" or parsed.name.startswith("hf-hub:"):
-        if head is not None:
-            raise ValueError(f"{parsed.raw!r}: head= applies to BLIP checkpoints only, and this is an open_clip model; "
-                             "leave head unset.")
+        if options:
+            raise ValueError(f"{parsed.raw!r}: {', '.join(f'{key}=' for key in options)} applies to "
+                             f"{_option_families(options)} checkpoints only, and this is an open_clip model; "
+                             "leave it unset.")
         model = _load_open_clip(parsed, device, dtype)
     else:
         model = _load_hub(parsed, device, dtype, options)

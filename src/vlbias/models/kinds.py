@@ -5,8 +5,8 @@ loads anything heavy. The registries answer for ``tiny:`` and ``trained:`` specs
 is a dual encoder; a hub id, a local directory or an ``asset:`` is read from its own files, as the
 loaders read them (``model_index.json``: a diffusers pipeline; ``open_clip_config.json``: open_clip;
 ``config.json``: its ``model_type`` and ``architectures``; a ``.gguf`` file: a language model).
-Generative vision-language models (``vision-language``) have no audit measures yet: the audit names
-their kind and says so (:func:`vlbias.audit.applicable`).
+A spec's loader options (``?head=contrastive``) leave its kind as it is; a BLIP captioning or
+question-answering checkpoint is of no kind here (its retrieval checkpoints are image-text models).
 """
 
 from __future__ import annotations
@@ -103,11 +103,17 @@ def _kind_of_config(spec: ModelSpec, config: dict) -> str:
     from .vision_language import VISION_LANGUAGE_BACKENDS, is_vision_language_config
 
     model_type = config.get("model_type")
+    architectures = config.get("architectures") or []
+    if model_type == "blip" and architectures and "BlipForImageTextRetrieval" not in architectures:
+        # BLIP's captioning and question-answering checkpoints share its model_type but have neither head
+        raise ValueError(f"{spec.raw!r} is a BLIP {', '.join(architectures)} checkpoint, of none of the kinds the "
+                         "book measures: the image-text backend reads BLIP's retrieval checkpoints "
+                         "(BlipForImageTextRetrieval, e.g. Salesforce/blip-itm-base-coco), and generative "
+                         "BLIP is measured as BLIP-2 (e.g. Salesforce/blip2-opt-2.7b)")
     if model_type in HF_BACKENDS:
         return "image-text"
     if is_vision_language_config(config):
         return "vision-language"
-    architectures = config.get("architectures") or []
     if any(name.endswith(LANGUAGE_ARCHITECTURES) for name in architectures):
         return "language"
     raise ValueError(f"{spec.raw!r} is a {model_type!r} checkpoint ({', '.join(architectures) or 'no architectures'}), "

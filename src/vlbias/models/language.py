@@ -48,7 +48,7 @@ from ..errors import ModelUnavailableError
 from ._batching import batches
 from .base import LanguageModel
 from .identity import identify
-from .spec import ModelSpec, locate, parse_spec
+from .spec import ModelSpec, locate, parse_spec, refuse_options
 
 KINDS = ("masked", "causal")
 
@@ -131,6 +131,7 @@ def load_language_model(spec: str | ModelSpec, device=None, half: bool | None = 
     if kind is not None and kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     parsed = parse_spec(spec)
+    refuse_options(parsed, "language models")
     spec = parsed.raw  # errors quote the spelling given
     location = locate_checkpoint(parsed)
     device = resolve_device(device)

@@ -23,8 +23,10 @@ class SentenceEncoder:
         from transformers import AutoModel, AutoTokenizer
 
         from .language import locate_checkpoint
+        from .spec import parse_spec, refuse_options
 
         self.spec, self.device = spec, device
+        refuse_options(parse_spec(spec), "sentence encoders")
         location = locate_checkpoint(spec).path
         self.tokenizer = AutoTokenizer.from_pretrained(location)
         self.model = AutoModel.from_pretrained(location).to(device).eval()

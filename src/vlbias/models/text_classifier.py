@@ -23,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .spec import locate, parse_spec
+from .spec import locate, parse_spec, refuse_options
 
 #: the files of a scikit-learn text classifier directory: the text vectorizer, then the model
 SKLEARN_FILES = ("vectorizer.joblib", "model.joblib")
@@ -98,6 +98,7 @@ def load_text_classifier(spec: str, device="cpu", batch_size: int = 32) -> TextC
     """Load a text classifier by spec (see the module docstring); ``batch_size`` is the
     transformers backend's (the scikit-learn one scores all texts at once)."""
     parsed = parse_spec(spec)
+    refuse_options(parsed, "text classifiers")
     location = locate(parsed)  # asset: and local specs give a directory; a hub id stays one
     directory = Path(location)
     if parsed.source in ("asset", "local") and all((directory / name).is_file() for name in SKLEARN_FILES):

@@ -25,7 +25,7 @@ from ..device import resolve_device, resolve_dtype
 from ..errors import ModelUnavailableError
 from .base import TextToImageModel
 from .identity import identify
-from .spec import ModelSpec, locate, parse_spec
+from .spec import ModelSpec, locate, parse_spec, refuse_options
 from .trained import trained_pipeline
 
 #: generators are created here, whatever device the pipeline runs on (portable seeds)
@@ -45,6 +45,7 @@ def load_text_to_image(spec: str | ModelSpec, device=None, half: bool | None = N
     from diffusers import DiffusionPipeline
 
     parsed = parse_spec(spec)
+    refuse_options(parsed, "text-to-image pipelines")
     spec = parsed.raw  # errors quote the spelling given
     if parsed.source == "trained":  # trained in the book: its recipe names the directory and the pipeline class
         location, pipeline_class = trained_pipeline(parsed.name)

@@ -58,7 +58,7 @@ from ._batching import batches
 from .base import VisionLanguageModel
 from .identity import identify
 from .image_text import _as_texts, _hub_config, _image_processor_id, _text_limit
-from .spec import ModelSpec, locate, parse_spec
+from .spec import ModelSpec, locate, parse_spec, refuse_options
 
 
 @dataclass(frozen=True)
@@ -321,6 +321,7 @@ def load_vision_language_model(spec: str | ModelSpec, device=None, half: bool | 
     import transformers
 
     parsed = parse_spec(spec)
+    refuse_options(parsed, "generative vision-language models")
     device = resolve_device(device)
     dtype = resolve_dtype(device, bool(half))
     location = None

@@ -128,6 +128,20 @@ def test_the_fingerprint_is_the_hash_of_names_and_file_hashes(tmp_path):
     assert fingerprint(directory) != expected.hexdigest()
 
 
+def test_a_chat_template_is_part_of_what_a_checkpoint_is(tmp_path):
+    """transformers 5 saves a chat model's template as chat_template.jinja: another template is another prompt
+    layout, so other scores and generations; it may not share the first template's caches."""
+    directory = tmp_path / "checkpoint"
+    directory.mkdir()
+    (directory / "config.json").write_text('{"model_type": "llava"}')
+    (directory / "chat_template.jinja").write_text("USER: {{ messages[0]['content'] }} ASSISTANT:")
+    first = fingerprint(directory)
+    assert [file.name for file in identity_module.fingerprinted_files(directory)] == ["chat_template.jinja",
+                                                                                     "config.json"]
+    (directory / "chat_template.jinja").write_text("<|user|>{{ messages[0]['content'] }}<|assistant|>")
+    assert fingerprint(directory) != first
+
+
 def test_files_are_hashed_once_until_they_change(tmp_path, monkeypatch):
     directory = copy_of_tiny_clip(tmp_path / "ck")
     n_files = len(identity_module.fingerprinted_files(directory))

@@ -234,6 +234,30 @@ def build_tiny_siglip2(directory: Path) -> None:
     _siglip(directory, tokenizer, len(vocab), resample=2)
 
 
+@register_tiny("siglip2-naflex", "image-text", version=1,
+               description="SigLIP 2's NaFlex layout: Siglip2Model, patches of 8 px, at most 16 per image, aspect "
+                           "ratio kept, Gemma BPE stand-in")
+def build_tiny_siglip2_naflex(directory: Path) -> None:
+    from transformers import GemmaTokenizer, Siglip2Config, Siglip2ImageProcessor, Siglip2Model, Siglip2Processor
+
+    vocab, merges = gemma_stand_in_vocabulary()
+    # saved as the hub's are (Gemma's tokenizer class); transformers 5 reads it back as Siglip2Tokenizer
+    tokenizer = GemmaTokenizer(vocab=vocab, merges=merges, add_bos_token=False, add_eos_token=True,
+                               padding_side="right", model_input_names=["input_ids"])
+    text = _tower(vocab_size=len(vocab), max_position_embeddings=16, pad_token_id=tokenizer.pad_token_id,
+                  eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.eos_token_id)
+    vision = _tower(patch_size=PATCH_SIZE, num_patches=16)
+    torch.manual_seed(SEED)
+    model = Siglip2Model(Siglip2Config(text_config=text, vision_config=vision))
+    with torch.no_grad():
+        model.logit_scale.fill_(2.3)
+        model.logit_bias.fill_(-5.0)
+    model.save_pretrained(directory)
+    image_processor = Siglip2ImageProcessor(patch_size=PATCH_SIZE, max_num_patches=16, resample=2,
+                                            image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
+    Siglip2Processor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(directory)
+
+
 @register_tiny("chinese-clip", "image-text", version=1,
                description="transformers ChineseCLIPModel, width 32, 2 layers, 32px images, CJK WordPiece stand-in")
 def build_tiny_chinese_clip(directory: Path) -> None:
