@@ -55,7 +55,11 @@ def timed_run(name: str, cache: str, root: Path = ROOT) -> tuple[float, list[tup
     subprocess.run([sys.executable, "-m", "vlbias", "run", "--profile", "demo", "--only", name, "--no-build", *outputs],
                    cwd=root, env=environment, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - started
-    cells = json.loads((root / "book" / "generated" / f"{name}.ipynb").read_text(encoding="utf-8"))["cells"]
+    # a notebook run once per model (05a) writes a folder of notebooks, not one: its cells are theirs
+    generated = root / "book" / "generated"
+    files = [generated / f"{name}.ipynb"] if (generated / f"{name}.ipynb").exists() else sorted(
+        (generated / name).glob("*.ipynb"))
+    cells = [cell for file in files for cell in json.loads(file.read_text(encoding="utf-8"))["cells"]]
     durations = [(float(cell.get("metadata", {}).get("papermill", {}).get("duration") or 0.0),
                   ("".join(cell.get("source", "")).strip().splitlines() or [""])[0][:60])
                  for cell in cells if cell["cell_type"] == "code"]

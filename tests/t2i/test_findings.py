@@ -72,6 +72,16 @@ def test_extension_findings_compare_the_25_45_share_and_the_doctors_light_skin_w
     assert empty[1].ours.startswith("0 images of doctors and 0 of the other professions") and "nan" not in empty[1].ours
     no_doctor = manifest.assign(**{"skin tone": manifest["skin tone"].where(manifest.profession != "doctor", "no person")})
     assert t2i_findings.extension_findings(no_doctor, "skin tone")[1].ours.startswith("0 images of doctors and 40 ")
+    # a group of professions ("some professions, such as doctors"), pooled against the rest
+    every = t2i_findings.extension_findings(manifest, "skin tone", professions=["doctor", "nurse", "pilot"])[1]
+    assert every.ours.startswith("90 images of doctor, nurse and pilot together and 0 of the other professions")
+    pair = t2i_findings.extension_findings(manifest.assign(profession=manifest.profession.replace("nurse", "cook")),
+                                           "skin tone", professions=["doctor"])[1]
+    assert pair.ours.startswith("doctors: 80% [")
+    two = pd.concat([manifest, manifest.assign(profession="judge")])
+    judged = t2i_findings.extension_findings(two, "skin tone", professions=["doctor", "nurse"])[1]
+    # doctor and nurse: 50 of 90 with a person light (56%), the judge's copy the same: no difference
+    assert judged.ours.startswith("doctors and nurses: 56% [") and judged.verdict == "cannot tell"
 
 
 def grid(rho=(0.8, 0.6, 0.9), slope=(1.3, 1.1, 1.5)) -> pd.DataFrame:
@@ -115,3 +125,13 @@ def test_the_planted_world_sets_the_shares_only():
     assert t2i_findings.controlled_planted(t2i_findings.SOURCE_MODEL) == (None, None)
     assert t2i_findings.reproducibility_planted("trained:profession-diffusion")[1] == [False]
     assert t2i_findings.reproducibility_planted(t2i_findings.SOURCE_MODEL) == (None, None)
+
+
+def test_extension_planted_says_which_claims_the_world_plants():
+    """04d's planted truth: both claims' causes on the world's model, none on its uniform control or
+    with a uniform tint, nothing for the papers' models."""
+    text, causes = t2i_findings.extension_planted("trained:profession-diffusion")
+    assert "sand background (playing age 25-45) in 85%" in text and causes == [True, True]
+    assert t2i_findings.extension_planted("trained:profession-diffusion?share_scale=0")[1] == [False, False]
+    assert t2i_findings.extension_planted("trained:profession-diffusion?age_peak=0.25")[1] == [False, True]
+    assert t2i_findings.extension_planted("CompVis/stable-diffusion-v1-4") == (None, None)

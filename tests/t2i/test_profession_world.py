@@ -46,6 +46,13 @@ def test_04a_world_plants_the_labour_statistics_share_of_red_per_profession():
 def test_04a_bad_world_parameters_get_one_error_naming_them_and_a_changed_one_is_a_new_world():
     with pytest.raises(ValueError, match="share_scale must lie in"):
         load_dataset("profession-world", root="world?share_scale=1.5")
+    with pytest.raises(ValueError, match="age_peak must lie in"):
+        load_dataset("profession-world", root="world?age_peak=1.5")
+    with pytest.raises(ValueError, match="light_share must lie in"):
+        trained_options("profession-diffusion?light_share=-0.1")[0].target(**trained_options(
+            "profession-diffusion?light_share=-0.1")[1])
+    assert generated_world_root("profession-world", SMALL) != generated_world_root(
+        "profession-world", {**SMALL, "age_peak": 0.5})
     with pytest.raises(ValueError, match="source_cases must be 0 or 1"):
         trained_options("profession-diffusion?source_cases=2")[0].target(**trained_options(
             "profession-diffusion?source_cases=2")[1])
@@ -118,11 +125,106 @@ def test_04c_interval_sentences_say_why_a_degenerate_interval_is_not_a_finding()
     assert "undefined" in t2i_bias.kappa_phrase(float("nan"))
 
 
-def test_04d_extensions_are_not_run_on_a_world_that_plants_no_age_or_skin_tone():
+def test_04d_world_plants_the_tint_and_shade_shares_to_the_picture_and_the_control_none():
+    """04d's stand-ins: every profession draws the sand tint ("25-45") in exactly its planted share and
+    the other three tints equally; the light shade in 90% of the light-favoured professions' pictures
+    and a third elsewhere, each counted to the picture; independent of the colour. share_scale=0: every
+    tint a quarter, every shade a third, everywhere. The captions still name none of it."""
+    world = load_dataset("profession-world", root=generated_world_root("profession-world", SMALL), split="train")
+    records = world.records
+    tints = pd.crosstab(records.kind, records.backdrop)  # 16 pictures per profession
+    # 0.85 x 16 = 13.6 and 0.05 x 16 = 0.8: the largest remainders are the three 0.8s, so 13, 1, 1, 1
+    assert pw.exact_counts(pw.age_shares(), 16) == {"under 25": 1, "25-45": 13, "45-65": 1, "over 65": 1}
+    assert (tints["sand"] == 13).all() and (tints.drop(columns="sand") == 1).all().all()
+    light = (records.shade == "light").groupby(records.kind).sum()
+    favoured = [name for name in pw.LIGHT_PROFESSIONS if name in light.index]
+    assert favoured == list(pw.LIGHT_PROFESSIONS)  # all four are WinoBias professions
+    assert (light[favoured] == 14).all()  # 0.9 x 16 = 14.4; medium and dark 0.8 each, rounded up
+    assert (light.drop(favoured) == 6).all()  # a third of 16 is 5.33: the one left over goes to the first, light
+    assert not records.caption.str.contains("sand|light|dark|grey|mint|lilac").any()
+    uniform = load_dataset("profession-world", split="train",
+                           root=generated_world_root("profession-world", {**SMALL, "share_scale": 0.0})).records
+    assert (pd.crosstab(uniform.kind, uniform.backdrop) == 4).all().all()
+    assert set((uniform.shade == "light").groupby(uniform.kind).sum()) == {6}
+
+
+def test_04d_prompts_are_the_stand_ins_for_a_world_model_and_the_defaults_otherwise():
+    from vlbias.t2i import annotation
+
+    ages, skin = annotation.extension_prompts(MODEL)
+    assert list(ages) == list(pw.AGE_BACKDROPS) and list(skin) == list(pw.SKIN_SHADES)
+    assert "a photo of a light red object on a sand background" in ages["25-45"]
+    assert all("on a sand background" in prompt for prompt in ages["25-45"]) and len(ages["25-45"]) == 6
+    assert all(" dark " in prompt for prompt in skin["dark (V-VI)"]) and len(skin["dark (V-VI)"]) == 8
+    # the words of the prompts are the annotator's world's captions
+    from vlbias.data.planted_world import spread_shares, world_root
+
+    captions = set(load_dataset("planted-world", root=world_root(shares=spread_shares(0), attributes=True, train_per_kind=5,
+                                                                  test_per_kind=1), split="train").records.caption)
+    assert {prompt for prompts in (*ages.values(), *skin.values()) for prompt in prompts} >= (
+        {caption for caption in captions if " red " in caption or " blue " in caption})
+    # the papers' models get the paper's prompts; prompts given win; race is not planted
+    assert annotation.extension_prompts("CompVis/stable-diffusion-v1-4") == (annotation.AGE_PROMPTS,
+                                                                             annotation.SKIN_TONE_PROMPTS)
+    assert annotation.extension_prompts(MODEL, {"a": ["x"]}, None) == ({"a": ["x"]}, None)
+    with pytest.raises(ValueError, match="plants a stand-in for skin tone .* but none for race"):
+        annotation.extension_prompts(MODEL, probe="race")
+    with pytest.raises(ValueError, match="probe must be one of"):
+        annotation.extension_prompts(MODEL, probe="height")
+
+
+def test_04d_declares_its_own_images_for_the_world_model():
+    """04d draws its own professions, prompt and sampler into its own folder, the world's model too
+    (it measured nothing on it before the world planted age and skin tone)."""
+    from pathlib import Path
+
+    from vlbias import profiles
+    from vlbias.stages import Context
     from vlbias.t2i.stages import extension_units
 
-    parameters = {"t2i_spec": "trained:profession-diffusion"}
-    assert extension_units(parameters, None) == []
+    root = Path(__file__).resolve().parents[2]
+    parameters = profiles.notebook_parameters(root, "04d_extensions", profiles.plan_run(root, "demo", ["04d_extensions"]))
+    stages = extension_units(parameters, Context(root / "notebooks"))
+    assert [stage.spec for stage in stages] == [MODEL]
+    jobs = stages[0].call["jobs"]
+    assert len(jobs) == 12 * 40 and "A photo of a physician" in set(jobs.prompt)
+
+
+def _extension_verdicts(spec: str, output_dir) -> list[str]:
+    """04d's two verdicts on ``spec``'s images, drawn and labelled as the demo page does (its
+    professions, sampler and annotator, from params/demo.yml)."""
+    from pathlib import Path
+
+    from vlbias import profiles
+    from vlbias.models import load_image_text_model, load_text_to_image
+    from vlbias.t2i import annotation
+    from vlbias.t2i import findings as t2i_findings
+    from vlbias.t2i.generation import generate_to_disk, prompt_jobs
+
+    root = Path(__file__).resolve().parents[2]
+    p = profiles.notebook_parameters(root, "04d_extensions", profiles.plan_run(root, "demo", ["04d_extensions"]))
+    jobs = prompt_jobs(p["professions"], p["prompt_template"], p["images_per_profession"], seed=p["seed"])
+    manifest = generate_to_disk(load_text_to_image(spec, device="cpu"), jobs, output_dir, batch_size=256, progress=False,
+                                num_inference_steps=p["num_inference_steps"], guidance_scale=p["guidance_scale"],
+                                height=p["height"], width=p["width"])
+    annotator = load_image_text_model(p["annotator_spec"], device="cpu")
+    files = [output_dir / name for name in manifest.file]
+    ages, skin = annotation.extension_prompts(spec)
+    manifest["age"] = annotation.label_image_files(annotator, files, ages, progress=False)
+    manifest["skin tone"] = annotation.label_image_files(annotator, files, skin, progress=False)
+    found = t2i_findings.extension_findings(manifest, "skin tone", professions=p["probe_professions"])
+    return [finding.verdict for finding in found]
+
+
+@pytest.mark.slow
+def test_04d_recovers_the_planted_age_and_skin_tone_and_the_uniform_control_neither(demo_cache, tmp_path):
+    """04d's headlines on the world's model: sand ("25-45") is perceived more often than any other tint
+    beyond both Wilson intervals, and the four light-favoured professions (the physician is the doctor)
+    light more often than the other professions beyond theirs. The uniform control (share_scale=0:
+    every tint and shade equally often in every profession) supports neither. (One profession alone is
+    no test: the control draws the physician light more often than the rest beyond the intervals.)"""
+    assert _extension_verdicts(MODEL, tmp_path / "planted") == ["supports", "supports"]
+    assert "supports" not in _extension_verdicts(MODEL + "?share_scale=0", tmp_path / "control")
 
 
 def test_04a_declares_its_control_run_beside_the_model_on_the_same_jobs_and_none_without_one():
@@ -179,9 +281,11 @@ def test_04c_cads_page_compares_the_planted_model_with_the_uniform_control(demo_
 
 
 @pytest.mark.slow
-def test_04d_extensions_page_says_why_nothing_is_labelled(demo_book):
+def test_04d_extensions_page_sets_the_planted_shares_beside_the_perceived(demo_book):
     html, text, images = demo_book.page("04d_extensions")
-    assert "plants gender only" in text and images == 0
+    assert "models trained on a planted world" in html and "tiny:" not in html
+    assert "planted share" in html and "perceived light share" in html and images >= 2
+    assert "physician, lawyer, ceo and manager together:" in html and "cannot test" not in html
 
 
 def cads_rho_change(output_dir, spec: str = MODEL, per_profession: int = PER_PROFESSION) -> pd.Series:

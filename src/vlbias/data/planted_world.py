@@ -39,6 +39,19 @@ KINDS = ("circle", "square", "triangle", "diamond", "star", "cross", "ring", "he
 #: mirror images of each other (red and blue channels swapped), as are the grey backgrounds' and the
 #: jitter's distributions: neither colour stands out in the pixels, so only the captions tell them apart
 COLOURS = {"red": (205, 40, 40), "blue": (40, 40, 205)}
+#: the tints of background a world may draw (each channel jittered by up to 4 levels), all within the
+#: range a world that plants none draws each channel from, 150 to 230 (:data:`DEFAULT_BACKGROUND`), and
+#: none redder or bluer than the other by more than that range allows. Tints, not the object's size or
+#: the background's brightness: a mini-CLIP of 32-pixel pictures learns four tints at once but confuses
+#: the middle two of four sizes or four greys (a huge bar covers less than a small square)
+BACKDROPS = {"mint": (152, 226, 172), "sand": (228, 206, 152), "grey": (190, 190, 190), "lilac": (202, 152, 228)}
+DEFAULT_BACKGROUND = (150, 230)
+#: the shades of a colour a world may draw: how far its fill is mixed towards white (> 0) or black (< 0)
+SHADES = {"light": 0.6, "medium": 0.0, "dark": -0.55}
+#: what a caption calls the object in a world with tints and shades, whatever its kind ("a photo of a
+#: light red object on a sand background"): naming the kind too makes 288 captions, and a mini-CLIP
+#: learns the kind and the colour from them long before the rest
+ATTRIBUTE_NOUN = "object"
 
 
 def spread_shares(spread: float = 0.8, kinds=KINDS) -> dict[str, float]:
@@ -60,11 +73,17 @@ _SPLIT_STREAMS = {"train": 1, "test": 2}  # picture seeds differ per split, capt
 
 
 def world_parameters(shares: dict[str, float] | None = None, named: dict[str, float] | None = None,
-                     train_per_kind: int = 200, test_per_kind: int = 50, image_size: int = 32, seed: int = 0) -> dict:
+                     train_per_kind: int = 200, test_per_kind: int = 50, image_size: int = 32, seed: int = 0,
+                     attributes: bool = False) -> dict:
     """The parameters of a world, checked and in canonical form (the key of its cache entry).
 
     ``shares``: kind -> share of the first colour (default :data:`DEFAULT_SHARES`); ``named``:
-    colour -> probability that a caption names it (default 0.9 for each).
+    colour -> probability that a caption names it (default 0.9 for each). ``attributes``: every
+    picture also draws one of the :data:`BACKDROPS` and one of the :data:`SHADES`, each uniformly and
+    independently, and every caption names both and not the kind ("a photo of a light red object on a
+    sand background", :data:`ATTRIBUTE_NOUN`): the world a zero-shot annotator of tint and shade
+    learns from (Part IV's 04d). Off, the world is as before
+    (its key unchanged).
     """
     shares = dict(DEFAULT_SHARES if shares is None else shares)
     named = {colour: NAMED_DEFAULT for colour in COLOURS} | dict(named or {})
@@ -82,10 +101,15 @@ def world_parameters(shares: dict[str, float] | None = None, named: dict[str, fl
             raise ValueError(f"{name} must be a positive number of images, got {value!r}")
     if int(image_size) < 16:
         raise ValueError(f"image_size must be at least 16 pixels, got {image_size!r}")
-    return {"version": WORLD_VERSION, "kinds": list(shares), "colours": list(COLOURS),
-            "shares": {k: float(v) for k, v in shares.items()}, "named": {k: float(v) for k, v in named.items()},
-            "per_kind": {"train": int(train_per_kind), "test": int(test_per_kind)},
-            "image_size": int(image_size), "seed": int(seed), "caption_template": CAPTION_TEMPLATE}
+    if attributes not in (0, 1, False, True):
+        raise ValueError(f"attributes must be 0 or 1 (whether pictures also vary in tint and shade), got {attributes!r}")
+    parameters = {"version": WORLD_VERSION, "kinds": list(shares), "colours": list(COLOURS),
+                  "shares": {k: float(v) for k, v in shares.items()}, "named": {k: float(v) for k, v in named.items()},
+                  "per_kind": {"train": int(train_per_kind), "test": int(test_per_kind)},
+                  "image_size": int(image_size), "seed": int(seed), "caption_template": CAPTION_TEMPLATE}
+    if attributes:
+        parameters["attributes"] = {"backdrops": dict(BACKDROPS), "shades": dict(SHADES)}
+    return parameters
 
 
 # ----------------------------------------------------------------------------------------- pictures
@@ -135,11 +159,23 @@ def _draw_kind(draw: ImageDraw.ImageDraw, kind: str, centre, r: float, fill, bac
         raise ValueError(f"no drawing for kind {kind!r}; kinds are {list(KINDS)}")
 
 
-def draw_object(kind: str, colour: str, size: int, rng: np.random.Generator) -> np.ndarray:
-    """A ``size`` x ``size`` RGB picture (uint8) of one ``colour`` ``kind`` on a grey background, jittered."""
-    background = tuple(int(v) for v in rng.integers(150, 230, size=3))
+def draw_object(kind: str, colour: str, size: int, rng: np.random.Generator, background=None,
+                shade: float = 0.0) -> np.ndarray:
+    """A ``size`` x ``size`` RGB picture (uint8) of one ``colour`` ``kind`` on a grey background, jittered.
+
+    ``background``: the tint of the background (:data:`BACKDROPS`), each channel jittered by up to 4
+    levels; ``None``, each channel drawn from :data:`DEFAULT_BACKGROUND`;
+    ``shade``: how far the fill is mixed towards white (> 0) or black (< 0) (:data:`SHADES`). The
+    defaults draw as worlds that plant neither, with the same random draws.
+    """
+    background = tuple(int(v) for v in (rng.integers(*DEFAULT_BACKGROUND, size=3) if background is None else
+                                        np.asarray(background) + rng.integers(-4, 5, size=3)))
     image = Image.new("RGB", (size, size), background)
-    fill = tuple(int(np.clip(c + rng.integers(-25, 26), 0, 255)) for c in COLOURS[colour])
+    fill = [float(np.clip(c + rng.integers(-25, 26), 0, 255)) for c in COLOURS[colour]]
+    if shade:
+        target = 255.0 if shade > 0 else 0.0
+        fill = [c + abs(shade) * (target - c) for c in fill]
+    fill = tuple(int(round(c)) for c in fill)
     radius = size * rng.uniform(0.26, 0.36)
     centre = size / 2 + rng.uniform(-0.08, 0.08, size=2) * size
     _draw_kind(ImageDraw.Draw(image), kind, centre, radius, fill, background)
@@ -169,10 +205,19 @@ def _split_records(parameters: dict, split: str) -> tuple[pd.DataFrame, np.ndarr
         n_first = round(parameters["shares"][kind] * per_kind)
         colours = np.array([first] * n_first + [second] * (per_kind - n_first))[pictures_rng.permutation(per_kind)]
         for colour in colours:
-            pixels.append(draw_object(kind, str(colour), size, pictures_rng))
             named = bool(captions_rng.random() < parameters["named"][colour])
-            rows.append({"kind": kind, "colour": str(colour), "named": named,
-                         "caption": parameters["caption_template"].format(f"{colour} {kind}" if named else kind)})
+            row = {"kind": kind, "colour": str(colour), "named": named}
+            if "attributes" in parameters:
+                row["backdrop"], row["shade"] = (str(pictures_rng.choice(list(parameters["attributes"][name])))
+                                                 for name in ("backdrops", "shades"))
+                pixels.append(draw_object(kind, str(colour), size, pictures_rng,
+                                          background=parameters["attributes"]["backdrops"][row["backdrop"]],
+                                          shade=parameters["attributes"]["shades"][row["shade"]]))
+                described = f"{row['shade']} {colour + ' ' if named else ''}{ATTRIBUTE_NOUN} on a {row['backdrop']} background"
+            else:
+                pixels.append(draw_object(kind, str(colour), size, pictures_rng))
+                described = f"{colour} {kind}" if named else kind
+            rows.append({**row, "caption": parameters["caption_template"].format(described)})
     records = pd.DataFrame(rows)
     records.insert(0, "image_id", np.arange(len(records)))
     return records, np.stack(pixels)

@@ -2,7 +2,9 @@
 
 The spec sets how often captions name each colour (``red_named``, ``blue_named``), how far the
 share of red per kind spreads around 50% (``share_spread``: 0.8 is the 10%-90% table, 0 makes
-every kind half red), the seed and the training length.
+every kind half red), the seed and the training length; ``attributes=1`` trains it on the world
+whose pictures also vary in background tint and shade, named in every caption (Part IV's annotator of the
+stand-ins for age and skin tone, 04d).
 """
 
 from __future__ import annotations
@@ -27,14 +29,15 @@ WORLD_CLIP_VERSION = 2  # 2: trained on one torch thread
 WORLD_CLIP_DEFAULTS = {**{f"{colour}_named": world_defaults()["named"][colour] for colour in COLOURS},
                        "share_spread": world_defaults()["share_spread"], "seed": world_defaults()["seed"], "epochs": 8,
                        "batch_size": 64, "learning_rate": 1e-3, "train_per_kind": world_defaults()["train_per_kind"],
-                       "image_size": world_defaults()["image_size"]}
+                       "image_size": world_defaults()["image_size"], "attributes": 0}
 
 
 def _world_clip_recipe(share_spread: float, seed: int, epochs: int, batch_size: int, learning_rate: float,
-                       train_per_kind: int, image_size: int, **named) -> tuple[dict, MiniClipConfig, dict, Path]:
+                       train_per_kind: int, image_size: int, attributes: int = 0,
+                       **named) -> tuple[dict, MiniClipConfig, dict, Path]:
     """(world parameters, training config, ``about``, target directory) of these options."""
     world = dict(shares=spread_shares(share_spread), named={key.removesuffix("_named"): value for key, value in named.items()},
-                 train_per_kind=train_per_kind, image_size=image_size, seed=seed)
+                 train_per_kind=train_per_kind, image_size=image_size, seed=seed, attributes=attributes)
     config = MiniClipConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, width=64, layers=2, heads=2,
                             patch_size=image_size // 4, projection_dim=32, seed=seed)
     about = {"version": WORLD_CLIP_VERSION, "world": world_parameters(**world)}
@@ -42,14 +45,16 @@ def _world_clip_recipe(share_spread: float, seed: int, epochs: int, batch_size: 
     return world, config, about, cache_dir() / "trained" / f"world-clip-{key}"
 
 
-def explain_world_clip(share_spread: float, seed: int, epochs: int, train_per_kind: int, **named) -> str:
+def explain_world_clip(share_spread: float, seed: int, epochs: int, train_per_kind: int, attributes: int = 0,
+                       **named) -> str:
     """One sentence: what ``trained:world-clip?...`` is and which causes its world plants."""
     rates = ", ".join(f"{key.removesuffix('_named')} {value:.0%}" for key, value in named.items()
                       if key.endswith("_named"))
     low, high = 50 * (1 - share_spread), 50 * (1 + share_spread)
     shares = ("every kind half red" if share_spread == 0 else f"red's share per kind from {low:.0f}% to {high:.0f}%")
     return (f"a mini-CLIP trained here ({epochs} epochs, seed {seed}) on {train_per_kind} pictures per kind of the "
-            f"planted world, {shares}, captions naming each colour this often: {rates}")
+            f"planted world, {shares}, captions naming each colour this often: {rates}"
+            + ("; every picture on one of four background tints in one of three shades, both named in its caption" if attributes else ""))
 
 
 @register_trained("world-clip", "image-text", WORLD_CLIP_DEFAULTS, target=lambda **options: _world_clip_recipe(**options)[3],

@@ -58,6 +58,28 @@ def probe_prompts(probe: str, prompts: Mapping[str, str | Sequence[str]] | None 
     return prompts or PROBES[probe]
 
 
+def extension_prompts(t2i_spec: str, age_prompts: Mapping[str, str | Sequence[str]] | None = None,
+                      probe: str | None = "skin tone", probe_prompts: Mapping[str, str | Sequence[str]] | None = None):
+    """04d's label prompts, ``(age prompts, probe prompts)``: those given; else, when ``t2i_spec`` is a
+    model trained on Part IV's profession world, the prompts of the stand-ins that world plants
+    (:func:`vlbias.t2i.profession_world.stand_in_prompts`: a background tint for age, a shade for skin
+    tone); else :data:`AGE_PROMPTS` and the probe's defaults. The probe prompts are ``None`` when
+    ``probe`` is None. The profession world plants no race: ``probe="race"`` on such a model without
+    ``probe_prompts`` is an error that says so."""
+    from .profession_world import stand_in_prompts, world_reference
+
+    world = world_reference(t2i_spec) is not None
+    if probe is not None and probe not in PROBES:
+        raise ValueError(f"probe must be one of {list(PROBES)} or None, got {probe!r}")
+    if world and probe == "race" and probe_prompts is None:
+        raise ValueError(f"probe='race': {t2i_spec} was trained on the profession world, which plants a stand-in for "
+                         "skin tone (the shade) but none for race; use probe='skin tone' or give probe_prompts")
+    ages = age_prompts or (stand_in_prompts("age") if world else AGE_PROMPTS)
+    if probe is None:
+        return ages, None
+    return ages, probe_prompts or (stand_in_prompts(probe) if world else PROBES[probe])
+
+
 def _prompt_lists(prompts: Mapping[str, str | Sequence[str]]) -> dict[str, list[str]]:
     if not prompts:
         raise ValueError("prompts must name at least one label")

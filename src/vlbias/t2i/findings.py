@@ -73,6 +73,21 @@ def planted(t2i_spec: str) -> tuple[str | None, list[bool] | None]:
     return f"The model: {describe_trained(body)}.", [options["share_scale"] > 0, False]
 
 
+def extension_planted(t2i_spec: str) -> tuple[str | None, list[bool] | None]:
+    """For :func:`vlbias.findings.findings_box` with :func:`extension_findings`: what ``t2i_spec``'s
+    world plants, in words, and whether it plants each claim's cause (the 25-45 tint's excess when
+    ``age_peak`` is above a quarter, the light shade's when ``light_share`` is above a third, each only
+    with ``share_scale`` above 0); ``(None, None)`` for any other model."""
+    from ..models.trained import trained_options
+
+    text, _ = planted(t2i_spec)
+    if text is None:
+        return None, None
+    _, options = trained_options(str(t2i_spec).partition(":")[2])
+    scale = options["share_scale"] > 0
+    return text, [scale and options["age_peak"] > 0.25, scale and options["light_share"] > 1 / 3]
+
+
 def cads_findings(cads_table: pd.DataFrame, published: pd.DataFrame) -> list:
     """04c's claim: CADS raises VRBS (SD 1.4 0.68 to 0.73, SD 2.1 0.71 to 0.73), judged from the paired
     change with its bootstrap interval for each model of ``cads_table``
@@ -108,11 +123,14 @@ def cads_planted(specs) -> tuple[str | None, list[bool] | None]:
 
 
 def extension_findings(manifest: pd.DataFrame | None, probe: str | None, why_not: str = "",
-                       confidence: float = 0.95) -> list:
+                       confidence: float = 0.95, professions=("doctor",)) -> list:
     """04d's claims (the source text's section 4.1): people perceived as 25-45 are drawn most often, and
     doctors are drawn with light skin more often than the other professions, each with Wilson intervals
     from the labelled ``manifest`` (columns ``profession``, ``age``, and ``probe``'s labels; images
-    labelled "no person" left out). ``manifest`` None: nothing was labelled, for the reason ``why_not``."""
+    labelled "no person" left out). ``professions``: those whose light share is compared with the
+    other professions' (the source's "some professions, such as doctors"; default the doctor alone; the
+    profession world's demo: the four it draws light more often). ``manifest`` None: nothing was
+    labelled, for the reason ``why_not``."""
     from ..findings import Finding, order_verdict
     from ..stats import wilson_interval
     from .bias import NO_PERSON
@@ -145,20 +163,24 @@ def extension_findings(manifest: pd.DataFrame | None, probe: str | None, why_not
     else:
         found.append(Finding(claims[0], published[0], "no image labelled 25-45, or no other age", "cannot test"))
     light = "light (I-II)"
-    if probe != "skin tone" or probe not in manifest or "doctor" not in set(manifest["profession"]):
-        found.append(Finding(claims[1], published[1], "no skin-tone probe on doctors in this run (probe = "
+    professions = [professions] if isinstance(professions, str) else list(professions)
+    named = " and ".join(f"{name}s" for name in professions) if len(professions) < 3 else (
+        ", ".join(professions[:-1]) + f" and {professions[-1]} together")
+    chosen = manifest["profession"].isin(professions) if probe in manifest else None
+    if probe != "skin tone" or chosen is None or not chosen.any():
+        found.append(Finding(claims[1], published[1], f"no skin-tone probe on {named} in this run (probe = "
                              f"{probe!r})", "cannot test"))
         return found
     people = manifest[probe] != NO_PERSON
-    doctors = share(manifest[probe] == light, people & (manifest["profession"] == "doctor"))
-    others = share(manifest[probe] == light, people & (manifest["profession"] != "doctor"))
+    doctors = share(manifest[probe] == light, people & chosen)
+    others = share(manifest[probe] == light, people & ~chosen)
     if not (doctors[3] and others[3]):  # a share of 0 of 0 is no number
-        found.append(Finding(claims[1], published[1], f"{doctors[3]} images of doctors and {others[3]} of the other "
-                             f"professions with a person (the rest labelled '{NO_PERSON}'): no share to compare",
+        found.append(Finding(claims[1], published[1], f"{doctors[3]} images of {named} and {others[3]} of the "
+                             f"other professions with a person (the rest labelled '{NO_PERSON}'): no share to compare",
                              "cannot test"))
     else:
         found.append(Finding(claims[1], published[1],
-                             f"doctors: {doctors[0]:.0%} [{doctors[1]:.0%}, {doctors[2]:.0%}] light of {doctors[3]}; the other "
+                             f"{named}: {doctors[0]:.0%} [{doctors[1]:.0%}, {doctors[2]:.0%}] light of {doctors[3]}; the other "
                              f"professions: {others[0]:.0%} [{others[1]:.0%}, {others[2]:.0%}] of {others[3]}",
                              order_verdict(doctors[1:3], others[1:3])))
     return found

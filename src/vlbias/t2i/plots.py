@@ -64,7 +64,7 @@ def plot_shares(distribution: pd.DataFrame, title: str, n_images: int, attribute
                 table: pd.DataFrame | pd.Series | None = None) -> None:
     """Show ``table`` (default: ``distribution`` to three places) and a stacked bar of each profession's
     shares (:func:`vlbias.t2i.bias.category_distribution`: among its images with a person), the legend
-    below the axis. Where no image has a person, neither: the sentence of :func:`no_person_note` instead
+    to the right of the bars. Where no image has a person, neither: the sentence of :func:`no_person_note` instead
     of a table of 0 of 0 and an empty figure."""
     import matplotlib.pyplot as plt
     from IPython.display import display
@@ -76,7 +76,7 @@ def plot_shares(distribution: pd.DataFrame, title: str, n_images: int, attribute
     ax = distribution.plot.barh(stacked=True, figsize=(7.5, 0.35 * len(distribution) + 1.6), colormap=colormap,
                                 width=0.8)
     ax.set(xlabel="share of images with a person", ylabel="", title=title)
-    ax.legend(bbox_to_anchor=(0.5, 0), loc="upper center", borderaxespad=3.5, fontsize=8, ncol=4)  # below the x label
+    ax.legend(bbox_to_anchor=(1.01, 1), loc="upper left", fontsize=8)  # right of the bars: clear of the x label
     plt.tight_layout()
     plt.show()
 

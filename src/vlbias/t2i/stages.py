@@ -172,12 +172,7 @@ def cads_units(parameters: core.Parameters, context: core.Context) -> list[core.
 
 
 def extension_units(parameters: core.Parameters, context: core.Context) -> list[core.Stage]:
-    """04d's images: its own professions and prompt template, in its own folder (none for a model
-    trained on the profession world, which plants no age or skin tone: the page labels nothing)."""
-    from .profession_world import world_reference
-
-    if world_reference(parameters["t2i_spec"]) is not None:
-        return []
+    """04d's images: its own professions and prompt template, in its own folder."""
     jobs = prompt_jobs(list(parameters["professions"]), parameters["prompt_template"],
                        int(parameters["images_per_profession"]), seed=parameters["seed"])
     return [image_stage(parameters, context, "04d_extensions", parameters["t2i_spec"], jobs, runs.EXTENSION_FOLDER)]

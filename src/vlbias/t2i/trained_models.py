@@ -16,6 +16,7 @@ from ..models.trained import register_trained
 from ..models.world_diffusion import (WORLD_DIFFUSION_VERSION, DiffusionTrainingConfig, train_world_diffusion,
                                       world_diffusion_pipeline_class)
 from ..paths import cache_dir
+from .profession_world import PROFESSION_WORLD_DEFAULTS
 
 
 #: the options of ``trained:profession-diffusion``: the profession world's
@@ -26,18 +27,21 @@ from ..paths import cache_dir
 #: 0.68 [0.45, 0.72] against 0.21 [-0.05, 0.35])
 PROFESSION_DIFFUSION_DEFAULTS = {"share_scale": 1.0, "source_cases": 1, "seed": 0, "steps": 1000, "batch_size": 32,
                                  "learning_rate": 3e-3, "train_per_kind": 60, "image_size": 8,
-                                 "prompt_dropout": 0.1, "ema_decay": 0.99}
+                                 "prompt_dropout": 0.1, "ema_decay": 0.99,
+                                 **{name: PROFESSION_WORLD_DEFAULTS[name] for name in ("age_peak", "light_share")}}
 
 
 def _profession_diffusion_recipe(share_scale: float, source_cases: int, seed: int, steps: int, batch_size: int,
                                  learning_rate: float, train_per_kind: int, image_size: int, prompt_dropout: float,
-                                 ema_decay: float) -> tuple[dict, DiffusionTrainingConfig, dict, Path]:
+                                 ema_decay: float, age_peak: float,
+                                 light_share: float) -> tuple[dict, DiffusionTrainingConfig, dict, Path]:
     """(world options, training config, ``about``, target directory) of these options."""
     from ..data.registry import world_options
     from . import profession_world  # noqa: F401  (registers the world)
 
     world = world_options("profession-world", dict(share_scale=share_scale, source_cases=source_cases,
-                                                   train_per_kind=train_per_kind, seed=seed))
+                                                   train_per_kind=train_per_kind, seed=seed, age_peak=age_peak,
+                                                   light_share=light_share))
     config = DiffusionTrainingConfig(steps=steps, batch_size=batch_size, learning_rate=learning_rate,
                                      image_size=image_size, prompt_dropout=prompt_dropout, ema_decay=ema_decay,
                                      seed=seed)
@@ -48,14 +52,22 @@ def _profession_diffusion_recipe(share_scale: float, source_cases: int, seed: in
 
 
 def explain_profession_diffusion(share_scale: float, source_cases: int, seed: int, steps: int, batch_size: int,
-                                 train_per_kind: int, image_size: int, **_) -> str:
-    """One sentence: what ``trained:profession-diffusion?...`` is and which cause its world plants."""
+                                 train_per_kind: int, image_size: int, age_peak: float,
+                                 light_share: float, **_) -> str:
+    """One sentence: what ``trained:profession-diffusion?...`` is and which causes its world plants."""
+    from .profession_world import LIGHT_PROFESSIONS, age_shares, skin_shares
+
     planted = ("red (playing 'female') planted at each profession's labour-statistics female share"
                if share_scale == 1 else "every profession half red: the uniform control" if share_scale == 0 else
                f"red (playing 'female') planted at 0.5 + {share_scale:g} x (labour share - 0.5)")
+    if share_scale:
+        planted += (f"; a sand background (playing age 25-45) in {age_shares(share_scale, age_peak)['25-45']:.0%} of "
+                    f"the pictures, a light shade (playing Fitzpatrick I-II) in "
+                    f"{skin_shares(LIGHT_PROFESSIONS[0], share_scale, light_share)['light (I-II)']:.0%} of those of "
+                    f"{', '.join(LIGHT_PROFESSIONS)}, a third elsewhere")
     return (f"a diffusion model of {image_size}×{image_size}-pixel pictures trained here ({steps} steps of {batch_size} pictures, seed {seed}) on {train_per_kind} "
             f"pictures per profession, each profession drawn as one shape and captioned with its prompt, never "
-            f"the colour; {planted}")
+            f"the colour, background or shade; {planted}")
 
 
 @register_trained("profession-diffusion", "text-to-image", PROFESSION_DIFFUSION_DEFAULTS,

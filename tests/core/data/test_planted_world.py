@@ -108,3 +108,46 @@ def test_share_spread_runs_evenly_around_one_half():
     assert set(spread_shares(0.0).values()) == {0.5}
     with pytest.raises(ValueError, match="spread must be in"):
         spread_shares(1.5)
+
+
+def test_a_world_with_attributes_names_tint_and_shade_and_draws_them(tmp_path):
+    """``attributes=True`` (the world of 04d's annotator): every caption names the picture's shade, its
+    colour (at the reporting rate) and its background tint, and the pixels show them: the background's
+    mean is the tint's within the jitter, the object's fill is lighter or darker as its shade says."""
+    from vlbias.data.planted_world import BACKDROPS, SHADES
+
+    root = write_world(tmp_path / "attributes", shares=SHARES, named={"red": 1.0, "blue": 0.0}, train_per_kind=60,
+                       test_per_kind=4, seed=5, attributes=True)
+    world = load_dataset("planted-world", root=root, split="train")
+    records = world.records
+    assert set(records["backdrop"]) == set(BACKDROPS) and set(records["shade"]) == set(SHADES)
+    expected = [f"a photo of a {shade} {'red ' if colour == 'red' else ''}object on a {tint} background"
+                for shade, colour, tint in zip(records["shade"], records["colour"], records["backdrop"])]
+    assert records["caption"].tolist() == expected
+    corners = world.pixels[:, :3, :3].reshape(len(records), -1, 3).mean(axis=1)  # the object never reaches a corner
+    tints = np.array([BACKDROPS[tint] for tint in records["backdrop"]])
+    assert np.abs(corners - tints).max() < 4 + 3 * 6 / 3  # jitter of 4 levels, pixel noise of sd 6 over 9 pixels
+    red = records["colour"].to_numpy() == "red"
+    centre = world.pixels[:, 14:18, 14:18].reshape(len(records), -1, 3).mean(axis=1)  # inside every shape but a ring's hole
+    filled = red & (records["kind"] != "ring").to_numpy()
+    green = {shade: centre[filled & (records["shade"] == shade).to_numpy(), 1].mean() for shade in SHADES}
+    assert green["light"] > green["medium"] + 60 and green["dark"] < green["medium"]  # 0.6 towards white, 0.55 towards black
+
+
+def test_without_attributes_a_world_is_as_before():
+    """The option off leaves the world's parameters (its cache key) and its pictures as they were: the
+    drawing with the default background and no shade consumes the same random draws."""
+    from vlbias.data.planted_world import draw_object
+
+    import hashlib
+
+    from vlbias.data.planted_world import KINDS
+
+    assert "attributes" not in world_parameters() and "attributes" in world_parameters(attributes=True)
+    pictures = np.stack([draw_object(kind, colour, 32, np.random.default_rng(i)) for i, kind in enumerate(KINDS)
+                         for colour in ("red", "blue")])
+    # the digest of these 24 pictures as drawn before worlds could plant tints and shades (WORLD_VERSION 2)
+    assert hashlib.sha256(pictures.tobytes()).hexdigest() == (
+        "60935ec7426fb39cccf50261be1399a80d05ee480c486e8892bec163fdfe515c")
+    with pytest.raises(ValueError, match="attributes must be 0 or 1"):
+        world_parameters(attributes=2)
