@@ -70,6 +70,16 @@ def test_04b_planted_reference_is_the_labour_share_or_half():
     assert pw.world_reference("tiny:sd") is None
 
 
+def red_outweighs_blue(pixels: np.ndarray) -> np.ndarray:
+    """Per picture (n, h, w, 3), whether its red outweighs its blue once its background's lean is taken
+    off: the mean of red minus blue over the picture, less that of its four corners (the object never
+    reaches a corner). The world's backgrounds are tinted (a sand tint has more red than blue), so the
+    plain mean would read a blue shape on sand as red."""
+    lean = pixels[..., 0].astype(float) - pixels[..., 2]
+    corners = lean[:, [0, 0, -1, -1], [0, -1, 0, -1]].mean(axis=1)
+    return lean.reshape(len(pixels), -1).mean(axis=1) - corners > 0
+
+
 def _labelled_by_colour(spec: str) -> pd.DataFrame:
     """``PER_PROFESSION`` images per profession drawn by ``spec``, labelled female when red outweighs blue."""
     import torch
@@ -81,7 +91,7 @@ def _labelled_by_colour(spec: str) -> pd.DataFrame:
     prompts = list(np.repeat(table.prompt.to_numpy(), PER_PROFESSION))
     images = pipeline(prompts, generator=torch.Generator().manual_seed(0), num_inference_steps=10,
                       guidance_scale=3.0, output_type="np").images
-    red = (images[..., 0] - images[..., 2]).reshape(len(images), -1).mean(axis=1) > 0
+    red = red_outweighs_blue(images)
     return pd.DataFrame({"profession": np.repeat(table.profession.to_numpy(), PER_PROFESSION),
                          "seed": np.tile(np.arange(PER_PROFESSION), len(table)),
                          "perceived": np.where(red, "female", "male")})
@@ -306,7 +316,7 @@ def cads_rho_change(output_dir, spec: str = MODEL, per_profession: int = PER_PRO
         manifest = generate_to_disk(sampler, jobs, run_dir, batch_size=256, progress=False, num_inference_steps=10,
                                     guidance_scale=3.0, height=8, width=8)
         pixels = np.stack([np.asarray(Image.open(run_dir / f).convert("RGB"), dtype=float) for f in manifest.file])
-        red = (pixels[..., 0] - pixels[..., 2]).reshape(len(pixels), -1).mean(axis=1) > 0
+        red = red_outweighs_blue(pixels)
         manifests.append(manifest.assign(perceived=np.where(red, "female", "male")))
     return t2i_bias.paired_bootstrap_change(*manifests, labour, n_boot=300).loc["spearman_rho"]
 
