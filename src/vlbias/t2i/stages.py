@@ -8,13 +8,17 @@ notebook then finds them on disk.
 from __future__ import annotations
 
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from .. import stages as core
-from . import runs
-from .cads import CADSConfig
-from .generation import prompt_jobs, run_directory
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .cads import CADSConfig
+
+# pandas, the runs and the samplers are imported where they are used: reading the declarations
+# (every run of `python -m vlbias run`) then imports no part's science
 
 NOTEBOOKS: dict[str, core.NotebookDeclaration] = {}
 
@@ -35,6 +39,8 @@ def image_stage(parameters: core.Parameters, context: core.Context, notebook: st
     """``jobs`` drawn by ``spec`` into ``output_dir/<spec>/<folder>`` (:func:`run_directory`, as the
     notebook resolves ``output_dir`` from ``notebooks/``), with the notebook's pipeline settings unless
     ``settings`` are given, sampling with CADS when ``cads`` is given."""
+    from .generation import run_directory
+
     run_dir = run_directory(context.folder(parameters["output_dir"]), spec, folder)
     settings = _settings(parameters) if settings is None else settings
     call = {"jobs": jobs, "run_dir": str(run_dir), "identity": str(run_dir), "batch_size": int(parameters["batch_size"]),
@@ -47,6 +53,7 @@ def image_stage(parameters: core.Parameters, context: core.Context, notebook: st
 def run_generation_unit(stage: core.Stage, model, index: int, worker=None) -> int:
     """Batch ``index`` of a generation stage, through :func:`~vlbias.t2i.generation.generate_to_disk`
     (``only=``): the images it drew now."""
+    from .cads import CADSConfig
     from .generation import generate_to_disk, read_manifest
 
     run_dir = Path(stage.call["run_dir"])
@@ -62,6 +69,8 @@ def run_generation_unit(stage: core.Stage, model, index: int, worker=None) -> in
 
 
 def _generation_estimates(stages: list[core.Stage]) -> list[core.Estimate]:
+    import pandas as pd
+
     rate = core.throughputs()[DIFFUSION_RATE]
     rows = []
     for stage in stages:
@@ -123,6 +132,8 @@ def vlm_annotation_estimates(parameters: core.Parameters, context: core.Context)
 
 def plain_units(parameters: core.Parameters, context: core.Context) -> list[core.Stage]:
     """The plain run of ``04a_generation``, and its ``control_spec``'s on the same jobs where one is given."""
+    from . import runs
+
     jobs = runs.study_jobs(parameters["prompt_template"], int(parameters["images_per_profession"]),
                            seed=parameters["seed"], include_source_cases=parameters["include_source_cases"],
                            articles=parameters["prompt_articles"])
@@ -133,6 +144,8 @@ def plain_units(parameters: core.Parameters, context: core.Context) -> list[core
 def annotated_plain_units(parameters: core.Parameters, context: core.Context) -> list[core.Stage]:
     """The plain run as ``04b_annotation_and_metrics`` asks for it (04a's folder: the same images
     when the two notebooks' parameters agree, else 04b draws what is missing)."""
+    from . import runs
+
     jobs = runs.study_jobs(parameters["prompt_template"], int(parameters["images_per_profession"]),
                            seed=parameters["seed"], include_source_cases=parameters["include_source_cases"])
     return [image_stage(parameters, context, "04b_annotation_and_metrics", parameters["t2i_spec"], jobs,
@@ -142,6 +155,9 @@ def annotated_plain_units(parameters: core.Parameters, context: core.Context) ->
 def cads_units(parameters: core.Parameters, context: core.Context) -> list[core.Stage]:
     """04c's images, one stage per folder: the noise-scale grid, the controls' baselines and the
     model comparison (every spec plain, and with CADS where asked)."""
+    from . import runs
+    from .cads import CADSConfig
+
     name, spec = "04c_cads", parameters["t2i_spec"]
     jobs = runs.study_jobs(parameters["prompt_template"], int(parameters["images_per_profession"]),
                            seed=parameters["seed"], include_source_cases=False)
@@ -173,6 +189,9 @@ def cads_units(parameters: core.Parameters, context: core.Context) -> list[core.
 
 def extension_units(parameters: core.Parameters, context: core.Context) -> list[core.Stage]:
     """04d's images: its own professions and prompt template, in its own folder."""
+    from . import runs
+    from .generation import prompt_jobs
+
     jobs = prompt_jobs(list(parameters["professions"]), parameters["prompt_template"],
                        int(parameters["images_per_profession"]), seed=parameters["seed"])
     return [image_stage(parameters, context, "04d_extensions", parameters["t2i_spec"], jobs, runs.EXTENSION_FOLDER)]

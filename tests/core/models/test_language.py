@@ -154,6 +154,27 @@ def test_causal_fill_equals_manual_sum_over_candidate_tokens(causal):
             assert scores[row, column] == pytest.approx(expected, abs=1e-4)
 
 
+def test_causal_fill_reads_one_token_candidates_from_one_pass_per_context():
+    """SmolLM2's byte-level BPE makes " she", " he" and " they" one token each: all three are read from
+    one forward pass of the text before the slot, a longer candidate is scored as a continuation, and
+    every score equals the unpadded forward pass of prefix + candidate (by hand, one text at a time)."""
+    model = load_language_model("asset:smollm2-135m", device="cpu")
+    contexts = ["The nurse said that {slot} would be late.", "I asked the chief executive whether {slot} could help."]
+    candidates = ["she", "he", "they", "nobody at all"]
+    assert [len(model.encode_word(c, after_space=True)) for c in candidates] == [1, 1, 1, 3]
+    calls = []
+    forward = model.logprobs
+    model.logprobs = lambda ids, mask: calls.append(tuple(ids.shape)) or forward(ids, mask)
+    scores = model.fill_logprobs(contexts, candidates, batch_size=2, progress=False)
+    # one pass for both contexts' three pronouns, one for the two longer candidates (8 pairs: 4 passes before)
+    assert len(calls) == 2
+    for row, context in enumerate(contexts):
+        prefix = model.causal_slot_prefix(context)
+        for column, candidate in enumerate(candidates):
+            expected = manual_causal_logprob(model, prefix + model.encode_word(candidate, True), len(prefix))
+            assert scores[row, column] == pytest.approx(expected, abs=1e-4)
+
+
 def test_causal_fill_ignores_text_after_the_slot_and_matches_sequence_difference(causal):
     a = causal.fill_logprobs(["The nurse said {slot} was tired."], CANDIDATES, progress=False)
     b = causal.fill_logprobs(["The nurse said {slot}"], CANDIDATES, progress=False)
@@ -241,6 +262,37 @@ def test_gguf_file_loads_with_the_weights_it_was_written_from():
     expected = reference.model(ids).logits  # q/k rows were permuted on writing; loading must undo it
     assert torch.allclose(by_spec.model(ids).logits, expected, atol=1e-5)
     assert torch.allclose(by_file.model(ids).logits, expected, atol=1e-5)
+
+
+def test_gguf_read_once_parses_the_file_once_and_loads_the_same_tokenizer_and_weights(monkeypatch):
+    """SmolLM2's conversion (vlbias.assets.smollm2_dir) loads its GGUF file under gguf_read_once:
+    transformers then parses the file once instead of three times (tokenizer, config, weights), and
+    loads what it loads without it."""
+    import gguf
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from vlbias.assets import gguf_read_once
+
+    (gguf_file,) = tiny_checkpoint("gguf-lm").glob("*.gguf")
+    parses, original = [], gguf.GGUFReader
+    monkeypatch.setattr(gguf, "GGUFReader", lambda *args, **kwargs: parses.append(args) or original(*args, **kwargs))
+
+    def load():
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf_file.parent), gguf_file=gguf_file.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf_file.parent), gguf_file=gguf_file.name)
+        return tokenizer, model
+
+    tokenizer, model = load()
+    assert len(parses) == 3
+    parses.clear()
+    counting = gguf.GGUFReader
+    with gguf_read_once():
+        once_tokenizer, once_model = load()
+    assert len(parses) == 1 and gguf.GGUFReader is counting  # and the reader is put back after the block
+    text = "The nurse said she was tired."
+    assert once_tokenizer.encode(text) == tokenizer.encode(text)
+    expected = model.state_dict()
+    assert all(torch.equal(value, expected[name]) for name, value in once_model.state_dict().items())
 
 
 def test_gguf_tokenizer_keeps_merges_and_specials():
