@@ -90,13 +90,14 @@ def test_04c_folders_come_from_one_place():
             assert spelled not in text, (path, spelled)
 
 
-def test_the_declarations_are_read_without_importing_torch():
+def test_the_declarations_are_read_without_importing_torch_pandas_or_scipy():
     """``python -m vlbias run``, ``plan`` and ``list`` read every notebook's declarations before anything
-    else; importing torch there cost every run about 1.5 s (CADS's module imported it at the top)."""
+    else; importing torch there cost every run about 1.5 s (CADS's module imported it at the top), and
+    pandas and scipy about 1 s more (Part I's package imported all its modules, Part IV's stages its runs)."""
     import subprocess
     import sys
 
     code = ("import sys; from vlbias.plan import declarations; declarations(); "
-            "print(sorted(m for m in ('torch', 'transformers', 'diffusers') if m in sys.modules))")
+            "print(sorted(m for m in ('torch', 'transformers', 'diffusers', 'pandas', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
