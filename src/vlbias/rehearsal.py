@@ -157,7 +157,8 @@ def mirror_targets(specs: dict[str, list[str]]) -> list[Target]:
             builder = ("diffusers" if "pipeline_class" in recorded else
                        "vision-language" if model_type in VISION_LANGUAGE_BACKENDS else "transformers")
             reduced = {name: overrides for name, (overrides, _) in depth_reductions(recorded).items()}
-            targets.append(Target(spec, repo, builder, notebooks, recipe={"recorded": recorded, **(
+            stored = {"stored_dtype": STORED_DTYPES[repo]} if repo in STORED_DTYPES else {}
+            targets.append(Target(spec, repo, builder, notebooks, recipe={"recorded": recorded, **stored, **(
                 {"reduced": reduced} if reduced else {})},
                 reason="; ".join(f"{name} at reduced depth: {why}" for name, (_, why) in depth_reductions(recorded).items())))
     return targets
@@ -274,7 +275,7 @@ def hub_model(recorded: dict, meta: bool = False):
 
 def _build_transformers(target: Target, directory: Path, work: Path) -> None:
     recorded = target.recipe["recorded"]
-    model = hub_model(recorded)
+    model = hub_model(recorded).to(stored_dtype(target))
     model.save_pretrained(directory, max_shard_size="2GB")
     del model
     gc.collect()
@@ -305,6 +306,26 @@ DEPTH_REDUCTIONS = {
         "text_encoder_3": ({"num_layers": 2}, "T5 v1.1 XXL's encoder is 4.76 B parameters (19 GB in float32); with the "
                                               "MM-DiT and both CLIP encoders SD 3 would need about 28 GB, more than "
                                               "this machine's 24 GB: 2 of its 24 blocks, at full width")}}
+
+
+#: checkpoints the hub stores in half precision (their config's ``torch_dtype``; the file sizes on the hub say the
+#: same): the mirror writes them in that dtype, as a real hub cache holds them, so the loaders' cast to the dtype
+#: a notebook asks for (``half``) runs as on the real checkpoints, and the mirror takes the disk they take.
+#: Every other checkpoint the full profile names is stored in float32 on the hub (SD 1.x, 2.1 and XL's main
+#: branches, CLIP, AltCLIP, ...) and is written in float32.
+STORED_DTYPES = {
+    "llava-hf/llava-1.5-7b-hf": "float16",
+    "Qwen/Qwen2-VL-2B-Instruct": "bfloat16",
+    "HuggingFaceTB/SmolVLM-256M-Instruct": "bfloat16",
+    "HuggingFaceTB/SmolLM2-1.7B-Instruct": "bfloat16",
+    "stabilityai/stable-diffusion-3-medium-diffusers": "float16"}
+
+
+def stored_dtype(target: Target):
+    """The torch dtype ``target``'s weights are written in (:data:`STORED_DTYPES`, float32 otherwise)."""
+    import torch
+
+    return getattr(torch, target.recipe.get("stored_dtype", "float32"))
 
 
 def depth_reductions(recorded: dict) -> dict[str, tuple[dict, str]]:
@@ -384,6 +405,9 @@ def _build_diffusers(target: Target, directory: Path, work: Path) -> None:
     accepted = inspect.signature(pipeline_class.__init__).parameters
     if "safety_checker" in accepted:  # SD 1.x and 2.x: none, as the book loads them (no checker biasing the shares)
         arguments.update(safety_checker=None, feature_extractor=None, requires_safety_checker=False)
+    for part in arguments.values():  # each model in its stored dtype (the pipeline's own .to() warns even at float32)
+        if hasattr(part, "parameters"):
+            part.to(stored_dtype(target))
     pipeline = pipeline_class(**arguments)
     pipeline.save_pretrained(directory)
 
@@ -529,7 +553,7 @@ def vision_language_model(recorded: dict, meta: bool = False):
 def _build_vision_language(target: Target, directory: Path, work: Path) -> None:
     recorded = target.recipe["recorded"]
     processor = vision_language_processor(recorded)
-    model = vision_language_model(recorded)
+    model = vision_language_model(recorded).to(stored_dtype(target))
     if recorded["config"]["model_type"] == "idefics3":  # SmolVLM: the <image> id of the tokenizer it is saved with
         model.config.image_token_id = processor.tokenizer.convert_tokens_to_ids("<image>")
         model.model.image_token_id = model.config.image_token_id
@@ -547,7 +571,8 @@ BUILDERS = {"transformers": _build_transformers, "diffusers": _build_diffusers, 
 
 
 def needed_bytes(target: Target) -> int:
-    """The checkpoint's size on disk (float32 parameters and buffers), counted on the meta device."""
+    """The checkpoint's size on disk (parameters and buffers in :func:`stored_dtype`, tied ones once), counted on
+    the meta device."""
     if target.builder == "transformers":
         modules = [hub_model(target.recipe["recorded"], meta=True)]
     elif target.builder == "diffusers":
@@ -558,7 +583,9 @@ def needed_bytes(target: Target) -> int:
         modules = [vision_language_model(target.recipe["recorded"], meta=True)]
     else:
         return 0
-    return sum(4 * tensor.numel() for module in modules for tensor in module.state_dict().values())
+    size = stored_dtype(target).itemsize
+    tensors = {id(tensor): tensor for module in modules for tensor in module.state_dict(keep_vars=True).values()}
+    return sum(size * tensor.numel() for tensor in tensors.values())  # a tied tensor is saved once
 
 
 def read_manifest(root: Path) -> dict:

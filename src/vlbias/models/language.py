@@ -340,12 +340,17 @@ class HFLanguageModel(LanguageModel):
         if self.kind == "masked":
             return np.stack([row.numpy() for row in self.masked_slot_distributions(contexts, batch_size, progress)])
         prefixes = [self.causal_slot_prefix(c) for c in contexts]
-        rows = []
-        for batch in batches(prefixes, batch_size, progress, "slot (causal)"):
+        return np.stack([row.numpy() for row in self.causal_slot_distributions(prefixes, batch_size, progress)])
+
+    def causal_slot_distributions(self, prefixes: Sequence[list[int]], batch_size: int, progress: bool,
+                                  label: str = "slot (causal)"):
+        """Yield, per prefix (token ids, :meth:`causal_slot_prefix`), the log-softmax over the vocabulary of
+        the token that follows it (on the CPU): the causal counterpart of :meth:`masked_slot_distributions`."""
+        for batch in batches(list(prefixes), batch_size, progress, label):
             ids, mask = pad_right(batch, self.pad_id)
             logprobs = self.logprobs(ids, mask)
-            rows.extend(logprobs[row, len(prefix) - 1].cpu().numpy() for row, prefix in enumerate(batch))
-        return np.stack(rows)
+            for row, prefix in enumerate(batch):
+                yield logprobs[row, len(prefix) - 1].cpu()
 
     def causal_slot_prefix(self, context: str) -> list[int]:
         """BOS + tokens of the text before the slot, without the space that precedes the slot."""
@@ -382,12 +387,11 @@ class HFLanguageModel(LanguageModel):
         single = [(row, [column for column, ids in enumerate(words) if len(ids) == 1])
                   for row, words in enumerate(encoded)]
         single = [(row, columns) for row, columns in single if columns]
-        for batch in batches(single, batch_size, progress, "fill (causal, one token)"):
-            ids, mask = pad_right([prefixes[row] for row, _ in batch], self.pad_id)
-            logprobs = self.logprobs(ids, mask)
-            for position, (row, columns) in enumerate(batch):
-                tokens = torch.tensor([encoded[row][column][0] for column in columns], dtype=torch.long)
-                scores[row, columns] = logprobs[position, len(prefixes[row]) - 1, tokens].cpu().double().numpy()
+        rows = self.causal_slot_distributions([prefixes[row] for row, _ in single], batch_size, progress,
+                                              "fill (causal, one token)")
+        for (row, columns), distribution in zip(single, rows):
+            tokens = torch.tensor([encoded[row][column][0] for column in columns], dtype=torch.long)
+            scores[row, columns] = distribution[tokens].double().numpy()
         longer = [(row, column) for row, words in enumerate(encoded) for column, ids in enumerate(words) if len(ids) > 1]
         if longer:
             values = self.score_continuations([(prefixes[row], encoded[row][column]) for row, column in longer],
