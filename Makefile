@@ -51,8 +51,8 @@ REHEARSAL_ENV := $(OFFLINE) HF_HOME=$(abspath $(REHEARSAL))/mirror VLBIAS_DATA_D
 rehearsal: $(STAMP)
 	$(OFFLINE) $(PY) -m vlbias rehearsal build $(REHEARSAL)/mirror
 	$(OFFLINE) $(PY) -m vlbias rehearsal data $(REHEARSAL)/data
-	$(REHEARSAL_ENV) $(PY) -m vlbias plan --profile rehearsal
-	$(REHEARSAL_ENV) $(PY) -m vlbias precompute --profile rehearsal
+	$(REHEARSAL_ENV) $(PY) -m vlbias plan --profile rehearsal $(if $(PART),--part $(PART))
+	$(REHEARSAL_ENV) $(PY) -m vlbias precompute --profile rehearsal $(if $(PART),--part $(PART))
 	$(REHEARSAL_ENV) $(PY) -m vlbias run --profile rehearsal $(if $(PART),--part $(PART))
 
 benchmarks: $(STAMP)

@@ -114,6 +114,7 @@ def _plan_arguments(parser: argparse.ArgumentParser) -> None:
     """What selects a plan: the preflight and precompute take the same."""
     parser.add_argument("--profile", default="full", help="parameter file params/<profile>.yml")
     parser.add_argument("--only", action="append", default=[], metavar="NAME", help="this notebook only; repeatable")
+    parser.add_argument("--part", type=int, default=None, help="only the notebooks of this part (as run --part)")
     parser.add_argument("--set", action="append", default=[], dest="assignments", metavar="KEY=VALUE",
                         help="a parameter as the run would get it")
     parser.add_argument("--project-dir", type=Path, default=None)
@@ -130,12 +131,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "plan":
             from . import plan
 
-            return plan.main(args.profile, args.only, args.project_dir, args.assignments)
+            return plan.main(args.profile, args.only, args.project_dir, args.assignments, part=args.part)
         if args.command == "precompute":
             from . import precompute
 
             return precompute.main(args.profile, args.only, args.project_dir, args.assignments, args.ray,
-                                   args.workers, args.threads, args.gpu_fraction)
+                                   args.workers, args.threads, args.gpu_fraction, part=args.part)
         if args.command == "build":
             return runner.build_book(profiles.find_project_root(args.project_dir))
         if args.command == "list":

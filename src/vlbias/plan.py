@@ -291,8 +291,11 @@ def report(plans: list[NotebookPlan]) -> str:
 
 
 def main(profile: str, only: Iterable[str] = (), project_dir: Path | None = None,
-         assignments: Iterable[str] = ()) -> int:
-    plans = make_plan(profile, only, project_dir, assignments)
+         assignments: Iterable[str] = (), part: int | None = None) -> int:
+    from . import profiles
+
+    root = profiles.find_project_root(project_dir)
+    plans = make_plan(profile, only, root, assignments, run=profiles.plan_run(root, profile, only, assignments, part))
     print(report(plans))
     return 1 if any(plan.problems for plan in plans) else 0
 

@@ -385,10 +385,11 @@ def ray_session(address: str | None = None, write: Callable[[str], None] = print
 def precompute(profile: str = "full", only: Iterable[str] = (), project_dir: Path | None = None,
                assignments: Iterable[str] = (), address: str | None = None, workers: int | None = None,
                threads: int | None = None, gpu_fraction: float = DEFAULT_GPU_FRACTION,
-               write: Callable[[str], None] = print, progress_every_s: float = 5.0) -> dict[str, Any]:
+               write: Callable[[str], None] = print, progress_every_s: float = 5.0,
+               part: int | None = None) -> dict[str, Any]:
     """Plan, then run the heavy stages on Ray; see the module docstring. Joins the cluster at
     ``address``, else uses the Ray instance this process already started, else starts a local one
-    (and stops it afterwards)."""
+    (and stops it afterwards). ``part``: only the notebooks of that part (``0<part>*``), as ``run --part``."""
     if workers is not None and workers < 1:
         raise PrecomputeError(f"--workers must be at least 1, got {workers}.")
     if not 0 < gpu_fraction <= 1:
@@ -396,7 +397,7 @@ def precompute(profile: str = "full", only: Iterable[str] = (), project_dir: Pat
     from . import profiles
 
     root = profiles.find_project_root(project_dir)
-    run = profiles.plan_run(root, profile, only, assignments)  # once: the plan, the stages and the workers' env
+    run = profiles.plan_run(root, profile, only, assignments, part)  # once: the plan, the stages, the workers' env
     work = build_work(profile, only, root, assignments, run=run)
     write(f"[precompute] {len(work.stages)} stage(s), {len(work.units)} chunk(s) to run:\n{describe(work)}")
     if not work.units:
@@ -413,10 +414,10 @@ def precompute(profile: str = "full", only: Iterable[str] = (), project_dir: Pat
 
 def main(profile: str, only: Iterable[str] = (), project_dir: Path | None = None, assignments: Iterable[str] = (),
          address: str | None = None, workers: int | None = None, threads: int | None = None,
-         gpu_fraction: float = DEFAULT_GPU_FRACTION) -> int:
+         gpu_fraction: float = DEFAULT_GPU_FRACTION, part: int | None = None) -> int:
     try:
         summary = precompute(profile, only, project_dir, assignments, address, workers, threads, gpu_fraction,
-                             write=lambda text: print(text, flush=True))
+                             write=lambda text: print(text, flush=True), part=part)
     except PrecomputeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -325,6 +325,21 @@ def test_the_command_line_names_a_bad_argument(capsys):
     assert "--gpu-fraction must be in (0, 1], got 2.0" in capsys.readouterr().err
 
 
+def test_plan_and_precompute_take_a_part_as_run_does(capsys):
+    """``make rehearsal PART=3`` plans and precomputes Part III only: the whole profile's precompute drew Part IV's
+    thousand images before Part III's first notebook could start."""
+    import re
+
+    from vlbias.__main__ import main
+
+    main(["plan", "--profile", TINY_PROFILE, "--part", "3", "--project-dir", str(REPO)])
+    planned = re.findall(r"^== (\w+):", capsys.readouterr().out, flags=re.MULTILINE)
+    assert planned == ["03a_stereotyping", "03b_weat", "03c_erasure", "03d_toxicity", "03e_summary"]
+    assert main(["precompute", "--profile", TINY_PROFILE, "--part", "3", "--project-dir", str(REPO)]) == 0
+    described = re.findall(r"^  (?:left to the notebook: )?(\d\d\w+)", capsys.readouterr().out, flags=re.MULTILINE)
+    assert described and all(name.startswith("03") for name in described), described
+
+
 def test_the_book_side_never_imports_ray():
     import subprocess
     import sys
