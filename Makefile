@@ -49,7 +49,7 @@ full: $(STAMP)
 REHEARSAL ?= rehearsal
 REHEARSAL_ENV := $(OFFLINE) HF_HOME=$(abspath $(REHEARSAL))/mirror VLBIAS_DATA_DIR=$(abspath $(REHEARSAL))/data VLBIAS_CACHE_DIR=$(abspath $(REHEARSAL))/cache
 rehearsal: $(STAMP)
-	$(OFFLINE) $(PY) -m vlbias rehearsal build $(REHEARSAL)/mirror
+	$(OFFLINE) $(PY) -m vlbias rehearsal build $(REHEARSAL)/mirror $(if $(PART),--part $(PART))
 	$(OFFLINE) $(PY) -m vlbias rehearsal data $(REHEARSAL)/data
 	$(REHEARSAL_ENV) $(PY) -m vlbias plan --profile rehearsal $(if $(PART),--part $(PART))
 	$(REHEARSAL_ENV) $(PY) -m vlbias precompute --profile rehearsal $(if $(PART),--part $(PART))

@@ -75,6 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     rehearsal.add_argument("folder", type=Path, nargs="?", help="the mirror (use as HF_HOME) or the data folder "
                                                                  "(use as VLBIAS_DATA_DIR)")
     rehearsal.add_argument("--only", action="append", default=[], metavar="SPEC", help="this model spec only; repeatable")
+    rehearsal.add_argument("--part", type=int, default=None,
+                           help="only the checkpoints that this part's notebooks name (as run --part)")
     rehearsal.add_argument("--profile", default="full")
     rehearsal.add_argument("--project-dir", type=Path, default=None)
     return parser
@@ -96,6 +98,8 @@ def _rehearsal(args) -> int:
             raise SystemExit(f"rehearsal: --only {', '.join(unknown)}: not a spec of the {args.profile} profile; "
                              f"its specs: {', '.join(specs)}")
         specs = {spec: specs[spec] for spec in args.only}
+    if args.part is not None:
+        specs = {spec: names for spec, names in specs.items() if any(n.startswith(f"{args.part:02d}") for n in names)}
     targets = rehearsal.mirror_targets(specs)
     if args.action == "list":
         for target in targets:

@@ -250,6 +250,10 @@ def test_the_command_lists_the_mirror_and_refuses_a_spec_the_profile_does_not_na
 
     assert main(["rehearsal", "list", "--only", "bert-base-uncased", "--project-dir", str(REPO)]) == 0
     assert capsys.readouterr().out.strip() == "bert-base-uncased\tbert-base-uncased\ttransformers"
+    # a part's checkpoints only (make rehearsal PART=3): the models Part III's notebooks name, nothing of Part IV's
+    assert main(["rehearsal", "list", "--part", "3", "--project-dir", str(REPO)]) == 0
+    assert [line.split("\t")[0] for line in capsys.readouterr().out.strip().splitlines()] == [
+        "bert-base-uncased", "HuggingFaceTB/SmolLM2-1.7B-Instruct", "s-nlp/roberta_toxicity_classifier"]
     with pytest.raises(SystemExit, match="--only not/a-model: not a spec of the full profile"):
         main(["rehearsal", "list", "--only", "not/a-model", "--project-dir", str(REPO)])
     with pytest.raises(SystemExit, match="rehearsal build: give the mirror folder"):
