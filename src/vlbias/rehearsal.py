@@ -308,8 +308,8 @@ DEPTH_REDUCTIONS = {
                                               "this machine's 24 GB: 2 of its 24 blocks, at full width")}}
 
 
-#: checkpoints the hub stores in half precision (their config's ``torch_dtype``; the file sizes on the hub say the
-#: same): the mirror writes them in that dtype, as a real hub cache holds them, so the loaders' cast to the dtype
+#: checkpoints the hub stores in half precision (their config.json's ``torch_dtype`` and their weight files' sizes
+#: as published; recalled offline, not re-read from the hub): the mirror writes them in that dtype, as a real hub cache holds them, so the loaders' cast to the dtype
 #: a notebook asks for (``half``) runs as on the real checkpoints, and the mirror takes the disk they take.
 #: Every other checkpoint the full profile names is stored in float32 on the hub (SD 1.x, 2.1 and XL's main
 #: branches, CLIP, AltCLIP, ...) and is written in float32.

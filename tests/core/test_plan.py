@@ -75,6 +75,20 @@ def test_workload_and_timeouts():
     assert roomy.timeout_ok and not roomy.problems
 
 
+def test_the_full_model_cards_timeout_holds_the_stable_diffusion_cards_own_draws():
+    """Found by the rehearsal (05a stopped at the default hour on SD 1.4's card): the card draws 04b's study a
+    second time without guidance (4,500 images at 50 steps) even where a book run left 04b's images, so at
+    the plan's assumed throughput its notebook needs hours; its timeout must hold that with the plan's headroom."""
+    from vlbias.t2i.bias import study_professions
+
+    card = merged("04b_annotation_and_metrics")
+    images = len(study_professions(include_source_cases=card["include_source_cases"])) * card["images_per_profession"]
+    unguided_s = images * card["num_inference_steps"] / throughputs()[DIFFUSION]
+    assert unguided_s > 3600  # more than the default timeout, which 05a had
+    timeout = profiles.plan_run(ROOT, "full", ["05a_model_card"]).timeout("05a_model_card")
+    assert timeout >= plan.TIMEOUT_HEADROOM * unguided_s
+
+
 def test_estimates_say_so_and_name_their_source(no_data, capsys):
     main(["plan", "--profile", "full", "--only", "02b_colorfoil_evaluation", "--project-dir", str(ROOT)])
     out = capsys.readouterr().out
