@@ -91,15 +91,13 @@ def _rehearsal(args) -> int:
         for name, folder in rehearsal.write_rehearsal_data(args.folder).items():
             print(f"{name}\t{folder}")
         return 0
-    specs = rehearsal.profile_specs(args.profile, args.project_dir)
+    specs = rehearsal.profile_specs(args.profile, args.project_dir, args.part)
     if args.only:
         unknown = sorted(set(args.only) - set(specs))
         if unknown:
             raise SystemExit(f"rehearsal: --only {', '.join(unknown)}: not a spec of the {args.profile} profile; "
                              f"its specs: {', '.join(specs)}")
         specs = {spec: specs[spec] for spec in args.only}
-    if args.part is not None:
-        specs = {spec: names for spec, names in specs.items() if any(n.startswith(f"{args.part:02d}") for n in names)}
     targets = rehearsal.mirror_targets(specs)
     if args.action == "list":
         for target in targets:

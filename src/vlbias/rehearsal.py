@@ -98,14 +98,15 @@ class Target:
         return hashlib.sha256(f"vlbias-rehearsal/{self.key}".encode()).hexdigest()[:40]
 
 
-def profile_specs(profile: str = "full", project_dir: Path | None = None) -> dict[str, list[str]]:
+def profile_specs(profile: str = "full", project_dir: Path | None = None,
+                  part: int | None = None) -> dict[str, list[str]]:
     """Every model spec the profile's notebooks run with (their defaults under the profile), and the
-    notebooks naming each, in run order."""
+    notebooks naming each, in run order; ``part``: only that part's notebooks, as ``run --part``."""
     from . import profiles
     from .plan import declaration
 
     root = profiles.find_project_root(project_dir)
-    run = profiles.plan_run(root, profile, (), ())
+    run = profiles.plan_run(root, profile, (), (), part)
     found: dict[str, list[str]] = {}
     for name in run.parameters:
         for spec in declaration(name).specs(profiles.notebook_parameters(root, name, run)):
@@ -309,8 +310,9 @@ DEPTH_REDUCTIONS = {
 
 
 #: checkpoints the hub stores in half precision (their config.json's ``torch_dtype`` and their weight files' sizes
-#: as published; recalled offline, not re-read from the hub): the mirror writes them in that dtype, as a real hub cache holds them, so the loaders' cast to the dtype
-#: a notebook asks for (``half``) runs as on the real checkpoints, and the mirror takes the disk they take.
+#: as published; recalled offline, not re-read from the hub): the mirror writes them in that dtype, as a real hub
+#: cache holds them, so the loaders' cast to the dtype a notebook asks for (``half``) runs as on the real
+#: checkpoints, and the mirror takes the disk they take.
 #: Every other checkpoint the full profile names is stored in float32 on the hub (SD 1.x, 2.1 and XL's main
 #: branches, CLIP, AltCLIP, ...) and is written in float32.
 STORED_DTYPES = {

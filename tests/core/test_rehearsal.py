@@ -254,6 +254,8 @@ def test_the_command_lists_the_mirror_and_refuses_a_spec_the_profile_does_not_na
     assert main(["rehearsal", "list", "--part", "3", "--project-dir", str(REPO)]) == 0
     assert [line.split("\t")[0] for line in capsys.readouterr().out.strip().splitlines()] == [
         "bert-base-uncased", "HuggingFaceTB/SmolLM2-1.7B-Instruct", "s-nlp/roberta_toxicity_classifier"]
+    assert main(["rehearsal", "list", "--part", "9", "--project-dir", str(REPO)]) == 2  # no such part: said, as run says
+    assert "No notebook of part 9" in capsys.readouterr().err
     with pytest.raises(SystemExit, match="--only not/a-model: not a spec of the full profile"):
         main(["rehearsal", "list", "--only", "not/a-model", "--project-dir", str(REPO)])
     with pytest.raises(SystemExit, match="rehearsal build: give the mirror folder"):
