@@ -208,9 +208,11 @@ def check_dataset(need: DataNeed, root) -> dict:
 
 
 def plan_notebook(declared: NotebookDeclaration, parameters: dict, timeout_s: float, notebooks_dir: Path,
-                  seen: set) -> NotebookPlan:
+                  seen: set, parameters_of=None) -> NotebookPlan:
     """The plan of one notebook from its declaration and the parameters it runs with; ``seen`` holds
-    the keys earlier notebooks compute (their results are read from the cache, not computed again)."""
+    the keys earlier notebooks compute (their results are read from the cache, not computed again);
+    ``parameters_of(name)``: what another notebook runs with under the same profile (the model cards'
+    stages read their measures' notebooks)."""
     plan = NotebookPlan(declared.name, timeout_s)
     specs = declared.specs(parameters)
     plan.models = [resolve_model(spec) for spec in specs]
@@ -220,7 +222,7 @@ def plan_notebook(declared: NotebookDeclaration, parameters: dict, timeout_s: fl
     folders = Context(notebooks_dir)
     plan.data = [check_dataset(need, folders.folder(parameters[need.root_parameter]) if need.root_parameter else None)
                  for need in declared.datasets(parameters)]
-    context = Context(notebooks_dir, {row["dataset"]: row["images"] for row in plan.data})
+    context = Context(notebooks_dir, {row["dataset"]: row["images"] for row in plan.data}, parameters_of)
     for stage in declared.stages:
         for estimate in stage.estimate(parameters, context):
             if estimate.key is not None and estimate.key in seen:
@@ -252,8 +254,9 @@ def make_plan(profile: str = "full", only: Iterable[str] = (), project_dir: Path
     root = profiles.find_project_root(project_dir)
     run = run or profiles.plan_run(root, profile, only, assignments)
     seen: set = set()
+    parameters_of = profiles.profile_parameters(root, profile)
     return [plan_notebook(declaration(name), profiles.notebook_parameters(root, name, run), run.timeout(name),
-                          root / "notebooks", seen)
+                          root / "notebooks", seen, parameters_of)
             for name in run.parameters]
 
 

@@ -75,7 +75,7 @@ def build_work(profile: str = "full", only: Iterable[str] = (), project_dir: Pat
     if blocking:
         raise PrecomputeError("the preflight found problems to fix first (python -m vlbias plan "
                               f"--profile {profile} says more):\n  " + "\n  ".join(blocking))
-    context = Context(root / "notebooks")
+    context = Context(root / "notebooks", parameters_of=profiles.profile_parameters(root, profile))
     work, seen = Work(), {}
     for notebook_plan in plans:
         name = notebook_plan.name

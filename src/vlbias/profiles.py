@@ -258,3 +258,16 @@ def notebook_parameters(root: Path, name: str, run: RunPlan) -> dict[str, Any]:
         raise RunnerError(f"notebook_parameters: {name!r} is not in this run (profile {run.profile}); "
                           f"it runs {sorted(run.parameters)}. Pass a notebook that plan_run selected.")
     return {**parameter_defaults(Path(root) / NOTEBOOKS_DIR / f"{name}.ipynb"), **run.parameters[name]}
+
+
+def profile_parameters(root: Path, profile: str):
+    """``read(name)``: what notebook ``name`` runs with under ``profile`` alone (its defaults and the
+    profile's values, without a run's ``--set``), as a model card's audit reads the notebooks whose
+    measures it runs (:func:`vlbias.audit.audit_model`); each notebook is read once."""
+    from functools import cache
+
+    @cache
+    def read(name: str) -> dict[str, Any]:
+        return notebook_parameters(root, name, plan_run(root, profile, [name]))
+
+    return read

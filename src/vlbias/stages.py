@@ -146,10 +146,13 @@ class Stage:
 @dataclass(frozen=True)
 class Context:
     """Where a notebook runs: relative folders in its parameters are read against ``notebooks_dir``,
-    its working directory, and data set sizes the plan found (``sizes[name]``: images)."""
+    its working directory, and data set sizes the plan found (``sizes[name]``: images).
+    ``parameters_of(name)``, where the plan or precompute gives it, is what another notebook runs with
+    under the same profile: a model card (05a) reuses the work of the notebooks whose measures it runs."""
 
     notebooks_dir: Path
     sizes: Mapping[str, int] = field(default_factory=dict)
+    parameters_of: Callable[[str], Parameters] | None = field(default=None, compare=False)
 
     def folder(self, value):
         """A folder parameter as the notebook resolves it (``None``, ``"fixture"`` and generated

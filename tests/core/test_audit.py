@@ -538,3 +538,64 @@ def test_guidances_change_is_vrbs_with_guidance_minus_without_on_the_same_jobs(t
     assert plain.failures == [] and plain.results == []
     assert plain.limits == ["guidance change: not measured: 04b samples without guidance (guidance_scale 1): there is "
                             "no guided run to compare"]
+
+
+def test_the_cards_declared_draws_are_the_ones_its_part_iv_measures_make(monkeypatch):
+    """05a's generation stage (the plan's estimate, precompute's units) holds exactly the draws of the
+    card's text-to-image measures: each ``generate_to_disk`` call of occupational bias, the guidance
+    change and the CADS change, with the full profile's parameters, has a declared stage with the same
+    folder, jobs, settings and CADS configuration, and no stage is declared that the card does not draw."""
+    from types import SimpleNamespace
+
+    from vlbias import profiles
+    from vlbias.audit_stages import card_units
+    from vlbias.stages import Context
+    from vlbias.t2i import annotation, compare, generation
+
+    drawn = []
+
+    def capture(model, jobs, out_dir, batch_size=4, progress=True, only=None, **settings):
+        cads = getattr(model, "config", None)
+        drawn.append((str((ROOT / "notebooks" / out_dir).resolve()), jobs.reset_index(drop=True).to_dict("list"),
+                      batch_size, settings, None if cads is None else cads.as_dict()))
+        n = len(jobs)
+        return jobs.reset_index(drop=True).assign(job_id=range(n), file=[f"{i:06d}.png" for i in range(n)])
+
+    model = SimpleNamespace(spec="CompVis/stable-diffusion-v1-4")
+    monkeypatch.setattr(audit, "_loaded", lambda kind, spec, device, half: model if kind == "text-to-image" else None)
+    monkeypatch.setattr(generation, "generate_to_disk", capture)
+    monkeypatch.setattr(compare, "generate_to_disk", capture)
+    monkeypatch.setattr(annotation, "label_image_files",
+                        lambda annotator, files, prompts, **kwargs: ["female" if i % 2 else "male" for i in range(len(files))])
+    monkeypatch.setattr(compare, "embed_images", lambda annotator, images, **kwargs: np.random.default_rng(0).normal(size=(len(images), 4)))
+    read = profiles.profile_parameters(ROOT, "full")
+    for measure in audit.measures_for("text-to-image"):
+        measure.run(model.spec, read(measure.notebook), False)
+
+    card = {**read("05a_model_card"), "model_specs": [model.spec]}
+    stages = card_units(card, Context(ROOT / "notebooks", parameters_of=read))
+    declared = [(stage.call["run_dir"], stage.call["jobs"].reset_index(drop=True).to_dict("list"),
+                 stage.call["batch_size"], stage.call["settings"], stage.call["cads"]) for stage in stages]
+    assert len(drawn) == 5  # 04b's study twice (occupational bias, then guided), unguided, 04c's two noise scales
+    assert sorted(map(repr, {repr(d): d for d in drawn}.values())) == sorted(map(repr, declared))
+    assert {stage.n_items for stage in stages} == {4500, 1000} and len(stages) == 4
+    assert card_units({**card, "parts": ["markedness"]}, Context(ROOT / "notebooks", parameters_of=read)) == []
+    assert card_units(card, Context(ROOT / "notebooks")) == []  # no other notebook's parameters: nothing claimed
+
+
+def test_the_plan_tells_a_cards_kind_offline_before_any_download(monkeypatch, tmp_path):
+    """A card's draws are planned before its weights are downloaded: a hub id by the kind
+    resources/hub_models.json records (every recorded kind but the text classifiers' maps to an
+    interface), any other spec as the loaders would tell it; an unreadable spec is left to the plan's rows."""
+    from vlbias.audit_stages import RECORDED_KINDS, planned_kind
+    from vlbias.plan import hub_models
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hub"))  # nothing downloaded
+    recorded = {row["kind"] for name, row in hub_models().items() if not name.startswith("_")}
+    assert recorded - set(RECORDED_KINDS) == {"text classifier"}
+    assert planned_kind("CompVis/stable-diffusion-v1-4") == "text-to-image"
+    assert planned_kind("runwayml/stable-diffusion-v1-5") == "text-to-image"  # a moved id, by its new name
+    assert planned_kind("llava-hf/llava-1.5-7b-hf") == "vision-language"
+    assert planned_kind("ViT-B-32/openai") == "image-text"
+    assert planned_kind("trained:profession-diffusion?share_scale=0") == "text-to-image"
+    assert planned_kind("no-such-org/no-such-model") is None

@@ -127,6 +127,41 @@ def vlm_annotation_estimates(parameters: core.Parameters, context: core.Context)
             for spec in core.specs_of(parameters, ("vlm_annotator_specs",))]
 
 
+def cads_settings(parameters: core.Parameters) -> dict:
+    """04c's CADS settings but the noise scale, as :class:`~vlbias.t2i.cads.CADSConfig` takes them."""
+    return {"tau1": parameters["tau1"], "tau2": parameters["tau2"], "psi": parameters["psi"],
+            "rescale": parameters["rescale"], "schedule": parameters["schedule"], "branch": parameters["cads_branch"]}
+
+
+def card_units(spec: str, study: core.Parameters, comparison: core.Parameters, context: core.Context,
+               notebook: str = "05a_model_card") -> list[core.Stage]:
+    """The images a model card of the text-to-image ``spec`` draws (the Part IV measures of
+    :mod:`vlbias.audit`), in the folders and with the settings the audit uses, ``study`` and
+    ``comparison`` being 04b's and 04c's parameters under the card's profile: 04b's jobs at 04b's
+    guidance scale (occupational bias: 04a's and 04b's folder) and, where that scale guides, without
+    guidance (the guidance change: a folder of its own), and 04c's jobs plain and with CADS at
+    ``comparison_noise_scale`` (the CADS change: 04c's grid folders). Where a book run drew a folder
+    already, the plan counts it once and the card resumes it."""
+    from ..audit import NO_GUIDANCE
+    from . import runs
+    from .cads import CADSConfig
+
+    jobs = runs.study_jobs(study["prompt_template"], int(study["images_per_profession"]), seed=study["seed"],
+                           include_source_cases=study["include_source_cases"])
+    stages = [image_stage(study, context, notebook, spec, jobs, runs.PLAIN_FOLDER)]
+    if float(study["guidance_scale"]) > NO_GUIDANCE:
+        stages.append(image_stage(study, context, notebook, spec, jobs, f"guidance {NO_GUIDANCE:g}",
+                                  _settings(study, guidance_scale=NO_GUIDANCE)))
+    grid_jobs = runs.study_jobs(comparison["prompt_template"], int(comparison["images_per_profession"]),
+                                seed=comparison["seed"], include_source_cases=False)
+    cads = cads_settings(comparison)
+    for noise_scale in (0.0, float(comparison["comparison_noise_scale"])):
+        config = CADSConfig(noise_scale=noise_scale, **cads)
+        stages.append(image_stage(comparison, context, notebook, spec, grid_jobs, runs.grid_folder(config),
+                                  cads=None if config.is_off else config))
+    return stages
+
+
 # --------------------------------------------------------------------------- the notebooks' runs
 
 
@@ -161,8 +196,7 @@ def cads_units(parameters: core.Parameters, context: core.Context) -> list[core.
     name, spec = "04c_cads", parameters["t2i_spec"]
     jobs = runs.study_jobs(parameters["prompt_template"], int(parameters["images_per_profession"]),
                            seed=parameters["seed"], include_source_cases=False)
-    cads = {"tau1": parameters["tau1"], "tau2": parameters["tau2"], "psi": parameters["psi"],
-            "rescale": parameters["rescale"], "schedule": parameters["schedule"], "branch": parameters["cads_branch"]}
+    cads = cads_settings(parameters)
     stages = []
     for noise_scale in parameters["noise_scales"]:
         config = CADSConfig(noise_scale=noise_scale, **cads)
