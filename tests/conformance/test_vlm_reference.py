@@ -146,32 +146,41 @@ def chat_inputs(processor):
 
 
 def reference(model, processor, ask, images, max_new_tokens=6):
-    """(log-likelihoods of TEXTS[i] given images[i], their token counts, the greedy answer about the first image)
-    on Hugging Face's path (one answer: a prefill at real width is the slowest step here). ``ask(image, answer)``
-    gives the processor's inputs for the question, with the answer after it when one is given."""
+    """(log-likelihoods of TEXTS[i] given images[i], their token counts, the greedy answer about the first image,
+    the log-likelihoods of every text given the first image) on Hugging Face's path (one answer: a prefill at real
+    width is the slowest step here). ``ask(image, answer)`` gives the processor's inputs for the question, with the
+    answer after it when one is given."""
+
+    def score(image, text):
+        question, full = ask(image), ask(image, text)
+        start = question["input_ids"].shape[1]
+        assert torch.equal(full["input_ids"][:, :start], question["input_ids"])
+        labels = full["input_ids"].clone()
+        labels[:, :start] = -100
+        count = labels.shape[1] - start
+        return -model(**full, labels=labels).loss.item() * count, count
+
     scores, counts, answers = [], [], []
     with torch.inference_mode():
         for image, text in zip(images, TEXTS):
-            question, full = ask(image), ask(image, text)
-            start = question["input_ids"].shape[1]
-            assert torch.equal(full["input_ids"][:, :start], question["input_ids"])
-            labels = full["input_ids"].clone()
-            labels[:, :start] = -100
-            counts.append(labels.shape[1] - start)
-            scores.append(-model(**full, labels=labels).loss.item() * counts[-1])
+            value, count = score(image, text)
+            scores.append(value)
+            counts.append(count)
             if answers:
                 continue
+            question = ask(image)
             output = model.generate(**question, do_sample=False, max_new_tokens=max_new_tokens)
-            new = output[0, start:]
+            new = output[0, question["input_ids"].shape[1]:]
             assert len(new) == max_new_tokens  # no end-of-turn at once: every step compared
             answers.append(processor.tokenizer.decode(new, skip_special_tokens=True).strip())
-    return scores, counts, answers
+        first_image = [scores[0]] + [score(images[0], text)[0] for text in TEXTS[1:]]
+    return scores, counts, answers, first_image
 
 
 def conform(model, processor, directory, images, ask=None, prompt=PROMPT):
     """Score and generate on Hugging Face's path (``ask``: :func:`chat_inputs` by default), save, free, load
     through our spec path, compare."""
-    want, counts, answers = reference(model, processor, ask or chat_inputs(processor), images)
+    want, counts, answers, first_image = reference(model, processor, ask or chat_inputs(processor), images)
     model.save_pretrained(directory)
     processor.save_pretrained(directory)
     del model
@@ -182,6 +191,11 @@ def conform(model, processor, directory, images, ask=None, prompt=PROMPT):
     assert ours.answer_token_counts(TEXTS, prompt).tolist() == counts
     assert abs(want[0] - want[1]) > 1.0  # the two texts score apart: the comparison can fail
     assert ours.generate(images[:1], prompt, max_new_tokens=6, progress=False) == answers
+    # every text about one image: read after one pass over the image and question where the family shares it
+    # (vlbias.models.vision_language.SHARED_PREFIX_FAMILIES), the answers in one padded batch
+    shared = ours.log_likelihood([images[0]] * len(TEXTS), TEXTS, prompt=prompt, batch_size=2, progress=False)
+    np.testing.assert_allclose(shared, first_image, rtol=1e-5, atol=1e-3)
+    assert abs(first_image[0] - first_image[1]) > 1.0
     return ours
 
 

@@ -29,6 +29,12 @@ Conventions (the numbers depend on them, so they are spelled out):
   after them (:class:`~vlbias.models.base.VisionLanguageModel`). Batches are right-padded (real tokens keep
   their positions) and pixel inputs zero-padded where images differ in tiles, which each family drops,
   so batched scores equal one-at-a-time scores up to float rounding (tested).
+* **Several texts about one image** (the same image object given again, as 01d, 02d and 04b's annotators
+  ask): where the family reads the answer causally after the image and question
+  (:data:`SHARED_PREFIX_FAMILIES`), those run once; each text's first token is read at that pass's last
+  position and the rest continue a copy of its key-value cache, at the positions the whole sequence gives
+  them (Qwen-VL's after its M-RoPE offset). The scores equal the pairs scored alone up to float rounding,
+  at the checkpoints' full widths (tests/conformance); the vision tower runs once per image, not per text.
 * **Length**: a question and answer longer than the model reads (its text model's position table, or
   its tokenizer's cap) raise ``ValueError`` naming the text; nothing is cut. Generation raises where the
   question plus ``max_new_tokens`` would not fit.
@@ -41,6 +47,7 @@ Conventions (the numbers depend on them, so they are spelled out):
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import inspect
 import json
@@ -94,6 +101,13 @@ ENCODER_DECODER = ("t5", "mt5", "umt5")
 
 #: per-token inputs besides the ids: the value an answer token gets, by key (PaliGemma's suffix is type 1)
 _ANSWER_FILL = {"attention_mask": 1}
+#: families whose answer the language model reads causally after the image and question, so one pass over
+#: an image and its question serves every text scored against that image (its key-value cache, copied per
+#: batch of texts); PaliGemma reads its prefix bidirectionally and BLIP-2 needs its pixels on every call
+SHARED_PREFIX_FAMILIES = frozenset({"llava", "llava_next", "llava_onevision", "qwen2_vl", "qwen2_5_vl", "idefics3",
+                                    "smolvlm"})
+#: families whose text positions after an image are offset by M-RoPE (the model's ``rope_deltas``)
+_MROPE_FAMILIES = frozenset({"qwen2_vl", "qwen2_5_vl"})
 _MARKER = "\uE000answer\uE001"  # a private-use marker no template writes
 
 
@@ -248,18 +262,35 @@ class HFVisionLanguageModel(VisionLanguageModel):
             raise ValueError(f"Got {len(images)} images and {len(texts)} texts: log_likelihood scores text i given "
                              "image i; repeat an image to score several texts against it.")
         rendered, _ = self.question(prompt)
-        pairs = list(zip(images, self.answer_ids(texts, prompt), range(len(texts))))
+        answers = self.answer_ids(texts, prompt)
+        totals = np.zeros(len(texts), dtype=np.float64)
+        by_image: dict[int, list[int]] = {}
+        for index, image in enumerate(images):  # the same image object, given again for another text
+            by_image.setdefault(id(image), []).append(index)
+        shared = ([group for group in by_image.values() if len(group) > 1]
+                  if self.family in SHARED_PREFIX_FAMILIES else [])
+        for [group] in batches(shared, 1, progress, "log-likelihood (texts per image)"):
+            totals[group] = self._after_one_pass(images[group[0]], rendered, [answers[i] for i in group], group,
+                                                 batch_size)
+        in_groups = {index for group in shared for index in group}
+        alone = [index for index in range(len(texts)) if index not in in_groups]
+        totals[alone] = self._pairs(images, answers, alone, rendered, batch_size, progress)
+        return totals
+
+    def _pairs(self, images, answers, indices: list[int], rendered: str, batch_size: int, progress: bool) -> list[float]:
+        """The scores of the pairs ``indices``, each pair a forward pass of its own, several to a batch."""
         totals = []
-        for batch in batches(pairs, batch_size, progress, "log-likelihood"):
-            contexts = [self._context(image, rendered) for image, _, _ in batch]
-            answers = [answer for _, answer, _ in batch]
+        for batch in batches(indices, batch_size, progress, "log-likelihood"):
+            contexts = [self._context(images[index], rendered) for index in batch]
+            batch_answers = [answers[index] for index in batch]
             starts = [ctx["input_ids"].shape[1] for ctx in contexts]
-            for start, answer, (_, _, index) in zip(starts, answers, batch):
+            for start, answer, index in zip(starts, batch_answers, batch):
                 self._check_length(start + len(answer), f"texts[{index}] after the prompt",
                                    "shorten the text or the prompt")
-            inputs = self._collate(contexts, answers, left=False)
+            inputs = self._collate(contexts, batch_answers, left=False)
             # the token at position t is predicted at t - 1; only those positions' logits are needed
-            wanted = sorted({p for start, answer in zip(starts, answers) for p in range(start - 1, start + len(answer) - 1)})
+            wanted = sorted({p for start, answer in zip(starts, batch_answers)
+                             for p in range(start - 1, start + len(answer) - 1)})
             if not wanted:
                 totals.extend(0.0 for _ in batch)
                 continue
@@ -273,11 +304,52 @@ class HFVisionLanguageModel(VisionLanguageModel):
                 raise RuntimeError(f"{self.spec!r} returned logits for {logits.shape[1]} positions, not the "
                                    f"{len(wanted)} asked for; its outputs do not line up with its inputs")
             logprobs = torch.log_softmax(logits.float(), dim=-1)
-            for row, (start, answer) in enumerate(zip(starts, answers)):
+            for row, (start, answer) in enumerate(zip(starts, batch_answers)):
                 columns = [column[p] for p in range(start - 1, start + len(answer) - 1)]
                 targets = torch.tensor(answer, dtype=torch.long, device=logprobs.device)
                 totals.append(logprobs[row, columns, targets].sum().item() if answer else 0.0)
-        return np.asarray(totals, dtype=np.float64)
+        return totals
+
+    def _after_one_pass(self, image, rendered: str, answers: list[list[int]], indices: list[int],
+                        batch_size: int) -> list[float]:
+        """The scores of several answers about one image from one pass over the image and question (its
+        vision tower and question run once): each answer's first token is read at that pass's last
+        position, the rest from the answers fed after a copy of its key-value cache, right-padded as the
+        pairs are, at the positions the whole sequence gives them (after M-RoPE's offset for Qwen-VL)."""
+        context = self._context(image, rendered)
+        start = context["input_ids"].shape[1]
+        for answer, index in zip(answers, indices):
+            self._check_length(start + len(answer), f"texts[{index}] after the prompt", "shorten the text or the prompt")
+        inputs = {key: value.to(self.device) for key, value in context.items()}
+        if self.keeps_logits:
+            inputs["logits_to_keep"] = 1
+        prefix = self.model(**inputs, use_cache=True)
+        first = torch.log_softmax(prefix.logits[0, -1].float(), dim=-1)
+        offset = start + (int(self.model.model.rope_deltas.reshape(-1)[0]) if self.family in _MROPE_FAMILIES else 0)
+        totals = []
+        for chunk in batches(answers, batch_size, False, ""):
+            scores = [first[answer[0]].item() if answer else 0.0 for answer in chunk]
+            fed = [answer[:-1] for answer in chunk]  # the last token is predicted, never read
+            width = max(len(ids) for ids in fed)
+            if width:
+                rows = len(chunk)
+                cache = copy.deepcopy(prefix.past_key_values)
+                cache.batch_repeat_interleave(rows)
+                ids = torch.tensor([ids + [self.pad_id] * (width - len(ids)) for ids in fed], device=self.device)
+                mask = torch.tensor([[1] * (start + len(ids)) + [0] * (width - len(ids)) for ids in fed],
+                                    device=self.device)
+                positions = torch.arange(offset, offset + width, device=self.device).expand(rows, -1)
+                if self.family in _MROPE_FAMILIES:
+                    positions = positions.expand(3, rows, -1)
+                logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                                    use_cache=True).logits
+                logprobs = torch.log_softmax(logits.float(), dim=-1)
+                for row, answer in enumerate(chunk):
+                    if len(answer) > 1:
+                        targets = torch.tensor(answer[1:], dtype=torch.long, device=logprobs.device)
+                        scores[row] += logprobs[row, torch.arange(len(answer) - 1), targets].sum().item()
+            totals += scores
+        return totals
 
     @torch.no_grad()
     def generate(self, images, prompt=None, max_new_tokens=40, batch_size=8, progress=True):

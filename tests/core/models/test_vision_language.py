@@ -12,6 +12,7 @@ import torch
 from PIL import Image
 
 from vlbias.models import VisionLanguageModel, load_vision_language_model, tiny_checkpoint
+from vlbias.models.vision_language import SHARED_PREFIX_FAMILIES
 
 FAMILIES = ["llava", "llava-next", "llava-onevision", "qwen2-vl", "qwen2.5-vl", "idefics3", "paligemma", "blip-2"]
 TEXTS = ["A red bus.", "a dog lying on the grass", "Two people"]
@@ -102,6 +103,43 @@ def test_a_padded_batch_scores_and_generates_as_one_pair_at_a_time(model, images
     np.testing.assert_allclose(batched, single, rtol=1e-5, atol=1e-4)
     one_by_one = [model.generate([image], PROMPT, max_new_tokens=4, progress=False)[0] for image in images]
     assert model.generate(images, PROMPT, max_new_tokens=4, batch_size=3, progress=False) == one_by_one
+
+
+def _vision_tower(model):
+    names = [name for name, _ in model.model.named_modules() if name.rsplit(".", 1)[-1] in
+             ("vision_tower", "visual", "vision_model")]
+    return model.model.get_submodule(min(names, key=len))
+
+
+def test_texts_about_one_image_are_scored_after_one_pass_over_it(model, images):
+    """Several texts about one image (01d's prompts per face, 02d's caption and its foils): where the family
+    reads the answer causally after the image, the image and question run once and each text continues a copy
+    of that pass's cache (the vision tower runs once per image); every score equals the pair scored alone,
+    which the test above checks against HF's loss, with texts of different lengths in one batch. The
+    language model's attention is sharpened (queries and keys x 30): at random initialisation it is nearly
+    uniform, and a text read at positions one off would score the same."""
+    model = load_vision_language_model(model.spec, device="cpu")  # a copy of its own: its weights change
+    with torch.no_grad():
+        for name, parameter in model.model.named_parameters():
+            if "vision" not in name and "visual" not in name and name.endswith(("q_proj.weight", "k_proj.weight")):
+                parameter.mul_(30.0)
+    texts = TEXTS + ["a cat", "Red.", "A"]
+    pairs = [(images[0], text) for text in texts] + [(images[1], text) for text in TEXTS[:2]] + [(images[2], TEXTS[2])]
+    single = [model.log_likelihood([image], [text], prompt=PROMPT, progress=False)[0] for image, text in pairs]
+    calls = []
+    hook = _vision_tower(model).register_forward_hook(lambda module, args, output: calls.append(1))
+    try:
+        for batch_size in (1, 4):
+            calls.clear()
+            got = model.log_likelihood([image for image, _ in pairs], [text for _, text in pairs], prompt=PROMPT,
+                                       batch_size=batch_size, progress=False)
+            np.testing.assert_allclose(got, single, rtol=1e-5, atol=1e-4)
+            if batch_size == 1:
+                shared = model.family in SHARED_PREFIX_FAMILIES
+                assert len(calls) == (3 if shared else len(pairs)), (model.family, len(calls))
+    finally:
+        hook.remove()
+    assert np.ptp(single[:len(texts)]) > 1.0  # the texts about one image score apart: the comparison can fail
 
 
 def test_generation_is_hf_greedy_generate(model, images):
