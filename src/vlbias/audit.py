@@ -899,7 +899,8 @@ def card_findings(card: Card) -> list:
 
     def ours(result) -> str:
         if result.estimate is None or result.estimate != result.estimate:  # undefined (None, NaN): say why
-            return "undefined" + (f": {result.note}" if result.note else "")
+            note = result.note or ""
+            return note if note.startswith("undefined") else "undefined" + (f": {note}" if note else "")
         interval = "" if result.ci_low is None else f" [{result.ci_low:.3f}, {result.ci_high:.3f}]"
         return f"{result.estimate:.3f}{interval}" + (f" ({result.interval})" if result.interval else "")
 

@@ -139,7 +139,8 @@ def card_tables(card) -> dict[tuple[str, str], pd.DataFrame]:
     unmarked rates of every family in one, their race-and-gender intersections in another, ...; in the
     card's order): measure, group,
     estimate, its 95% interval and the interval's name, n, and the papers' published values for their
-    models on the same measure and group where there are any (:func:`published_text`)."""
+    models on the same measure and group where there are any (:func:`published_text`). An undefined
+    estimate reads "undefined", and its table gains a column saying why (the result's note)."""
     grouped: dict[tuple[str, str], list[dict]] = {}
     for row in card.reference:
         grouped.setdefault((row["measure"], row.get("group") or ""), []).append(row)
@@ -147,14 +148,17 @@ def card_tables(card) -> dict[tuple[str, str], pd.DataFrame]:
     tables: dict[str, pd.DataFrame] = {}
     for result in card.results:
         group = result.group or ""
+        undefined = result.estimate is None or pd.isna(result.estimate)
         tables.setdefault((result.part, _family(result.measure)[0]), []).append({
-            "measure": result.measure, "group": group, "estimate": _number(result.estimate),
+            "measure": result.measure, "group": group, "estimate": "undefined" if undefined else _number(result.estimate),
             "95% interval": _interval(result.ci_low, result.ci_high), "interval": result.interval or "",
             "n": "" if result.n is None else result.n,
-            "published": " / ".join(reference.get((result.measure, group), []))})
+            "published": " / ".join(reference.get((result.measure, group), [])),
+            "why undefined": (result.note or "no reason recorded") if undefined else ""})
     frames = {part: pd.DataFrame(rows) for part, rows in tables.items()}
-    return {part: frame.drop(columns=["group"]) if (frame["group"] == "").all() else frame
-            for part, frame in frames.items()}  # whole-model measures only: no group column
+    # whole-model measures only: no group column; every estimate defined: no column saying why not
+    return {part: frame.drop(columns=[name for name in ("group", "why undefined") if (frame[name] == "").all()])
+            for part, frame in frames.items()}
 
 
 def provenance_table(card) -> pd.DataFrame:

@@ -253,6 +253,10 @@ def test_a_cards_findings_take_their_verdicts_from_its_intervals():
     undefined = audit.card_findings(card(Result("default-group unmarked gap (race)", "markedness", None, group="White",
                                                 note="no image of a person")))
     assert undefined[0].verdict == "cannot tell" and undefined[0].ours == "undefined: no image of a person"
+    # a note that says so itself is shown once (found on the rehearsal's SD 1.4 card: "undefined: undefined: only 0 ...")
+    said = audit.card_findings(card(Result("default-group unmarked gap (race)", "markedness", None, group="White",
+                                           note="undefined: only 0 profession(s) of the 40 drawn ...")))
+    assert said[0].ours == "undefined: only 0 profession(s) of the 40 drawn ..."
     # a generative model's card: 01d's two gaps and 02d's ColorFoil by likelihood, CLIP's published rate beside
     generative = audit.card_findings(card(
         Result(audit.LIKELIHOOD_GAP.format(family="race"), "markedness", 0.2, 0.1, 0.3, group="White"),

@@ -76,6 +76,7 @@ def _full_card(spec="trained:face-clip"):
 
 
 def test_a_cards_page_tables_put_the_published_number_beside_the_same_measure_and_group():
+    from vlbias.cards import Result
     from vlbias.leaderboard import card_tables
 
     tables = card_tables(_full_card())
@@ -88,6 +89,14 @@ def test_a_cards_page_tables_put_the_published_number_beside_the_same_measure_an
     accuracy, f1 = (tables[("colorfoil", kind)].set_index("measure") for kind in ("ColorFoil accuracy", "ColorFoil F1"))
     assert accuracy.loc["ColorFoil accuracy (coco, k=1)", "published"] == "0.768 to 0.955 (3 models)"
     assert f1.loc["ColorFoil F1 (coco, k=1)", "95% interval"] == "" and f1.loc["ColorFoil F1 (coco, k=1)", "estimate"] == "0.820"
+    assert all("why undefined" not in table for table in tables.values())
+    # an undefined result says so and why (the rehearsal's SD 1.4 card: a random annotator saw no person)
+    card = _full_card()
+    card.results.append(Result("ColorFoil accuracy (flickr30k, k=1)", "colorfoil", None, n=0, note="undefined: no pairs"))
+    accuracy = card_tables(card)[("colorfoil", "ColorFoil accuracy")].set_index("measure")
+    assert accuracy.loc["ColorFoil accuracy (flickr30k, k=1)", ["estimate", "why undefined"]].tolist() == [
+        "undefined", "undefined: no pairs"]
+    assert accuracy.loc["ColorFoil accuracy (coco, k=1)", "why undefined"] == ""
 
 
 def test_a_cards_headlines_are_its_whole_model_numbers_and_gaps_and_its_provenance_every_field():
