@@ -330,13 +330,14 @@ class HFVisionLanguageModel(VisionLanguageModel):
         for chunk in batches(answers, batch_size, False, ""):
             scores = [first[answer[0]].item() if answer else 0.0 for answer in chunk]
             fed = [answer[:-1] for answer in chunk]  # the last token is predicted, never read
-            width = max(len(ids) for ids in fed)
+            width = max(len(tokens) for tokens in fed)
             if width:
                 rows = len(chunk)
                 cache = copy.deepcopy(prefix.past_key_values)
                 cache.batch_repeat_interleave(rows)
-                ids = torch.tensor([ids + [self.pad_id] * (width - len(ids)) for ids in fed], device=self.device)
-                mask = torch.tensor([[1] * (start + len(ids)) + [0] * (width - len(ids)) for ids in fed],
+                ids = torch.tensor([tokens + [self.pad_id] * (width - len(tokens)) for tokens in fed],
+                                   device=self.device)
+                mask = torch.tensor([[1] * (start + len(tokens)) + [0] * (width - len(tokens)) for tokens in fed],
                                     device=self.device)
                 positions = torch.arange(offset, offset + width, device=self.device).expand(rows, -1)
                 if self.family in _MROPE_FAMILIES:
