@@ -21,6 +21,7 @@ notebooks and ``make book`` never need it.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 import time
@@ -36,6 +37,9 @@ from .stages import KINDS, Context, Stage
 DEFAULT_GPU_FRACTION = 0.25
 #: a unit whose actor died is retried this many times (Ray restarts the actor for it)
 RETRIES = 3
+#: what a CPU actor holds beside its model's weights (Python, torch, a batch's activations at the CPU's
+#: sizes): the dress rehearsal's SD 3 actor held 14.44 GB for 14.02 GB of float32 weights (issue 24)
+ACTOR_OVERHEAD_GB = 1.0
 #: test hook: a file naming ``kind:index``; the worker computing that unit exits mid-forward, once
 CRASH_ONCE_ENV = "VLBIAS_PRECOMPUTE_CRASH_ONCE"
 #: passed to the workers, so that every node reads and writes the same folders and stays offline
@@ -288,6 +292,62 @@ def _gpu_share(stage: Stage, use_gpu: bool, gpu_fraction: float) -> float:
     return 1.0 if stage.kind == "generation" else gpu_fraction
 
 
+def stage_memory_gb(stage: Stage) -> float | None:
+    """The memory an actor running ``stage`` needs: its model's weights at the precision it is loaded
+    in, counted from the files (:func:`vlbias.models.footprint.weights_gb`), plus
+    :data:`ACTOR_OVERHEAD_GB`; None where the files are not on this machine."""
+    from .models.footprint import weights_gb
+
+    try:
+        weights = weights_gb(stage.spec, bool(stage.load.get("half")))
+    except (OSError, ValueError) as error:  # an unreadable file: the loader will say what is wrong with it
+        print(f"[precompute] {stage.spec}: its weights could not be counted ({error}); its actors are not "
+              "limited by memory", file=sys.stderr)
+        return None
+    return None if weights is None else weights + ACTOR_OVERHEAD_GB
+
+
+def memory_fit(need_gb: float | None, nodes_gb: Iterable[float]) -> int | None:
+    """How many actors needing ``need_gb`` each the nodes hold, given each node's free memory; None
+    when the need is unknown."""
+    if need_gb is None:
+        return None
+    return sum(int(free // need_gb) for free in nodes_gb)
+
+
+def pools(units: list[tuple[int, int]], shares: dict[int, float], needs: dict[int, float | None],
+          nodes_gb: list[float], most: int) -> list[tuple[float, int | None, list[tuple[int, int]]]]:
+    """``units`` (stage position, unit index) as the pools that run one after another, each
+    ``(GPU share, room, units)``: units of one GPU share and, on CPUs, whose stage leaves ``room``
+    for fewer than the ``most`` actors a CPU pool may have (:func:`memory_fit` of the stage's
+    ``needs``); room None: not limited by memory (or the need is unknown). The unlimited pools come
+    first, then the ones with room for the most actors."""
+    groups: dict[tuple[float, int | None], list[tuple[int, int]]] = {}
+    for position, index in units:
+        share = shares[position]
+        room = None if share else memory_fit(needs.get(position), nodes_gb)
+        groups.setdefault((share, None if room is None or room >= most else room), []).append((position, index))
+    return [(share, room, members) for (share, room), members in
+            sorted(groups.items(), key=lambda group: -math.inf if group[0][1] is None else -group[0][1])]
+
+
+def actor_count(n_units: int, workers: int | None, fit: int, room: int | None) -> int:
+    """The actors of one pool: ``workers`` (default: as many as ``fit`` the CPUs or GPUs), no more than
+    fit (an actor that cannot be placed would hold its units), than its units, or than its memory
+    ``room`` (None: not limited); at least one."""
+    count = min(n_units, workers or fit, fit)
+    if room is not None:
+        count = min(count, room)
+    return max(1, count)
+
+
+def _nodes_memory_gb(ray) -> list[float]:
+    """Each live node's memory for tasks when Ray started there: its ``memory`` resource and its object
+    store's (the store holds only the stages' small descriptions here), in GB."""
+    return [(node["Resources"].get("memory", 0.0) + node["Resources"].get("object_store_memory", 0.0)) / 1e9
+            for node in ray.nodes() if node.get("Alive")]
+
+
 def execute(work: Work, workers: int | None = None, threads: int | None = None,
             gpu_fraction: float = DEFAULT_GPU_FRACTION, profile_env: dict[str, str] | None = None,
             write: Callable[[str], None] = print, progress_every_s: float = 5.0) -> dict[str, Any]:
@@ -295,29 +355,42 @@ def execute(work: Work, workers: int | None = None, threads: int | None = None,
 
     Units that need the same GPU share (all of them on CPUs; image-text models and Stable Diffusion
     apart on GPUs) go to one pool of actors, ``workers`` of them (default: as many as fit), each
-    with ``threads`` CPU threads (default: the CPUs shared out among the pool's actors).
+    with ``threads`` CPU threads (default: the CPUs shared out among the pool's actors). On CPUs the
+    actors' models share the nodes' memory: units whose model leaves room for fewer actors
+    (:func:`stage_memory_gb`, :func:`memory_fit`) go to a pool of that many, after the others.
     Returns ``{"units", "computed", "failures", "seconds", "processes"}``: ``computed`` items (not
     found cached), ``failures`` the stages whose model failed to load or run, with the reason (the
     other stages still run), ``processes`` the (node, pid) of every actor that finished a unit.
     """
     import ray
-    from ray.exceptions import RayActorError
+    from ray.exceptions import OutOfMemoryError, RayActorError
     from ray.util import ActorPool
 
     resources = ray.cluster_resources()
     use_gpu, cpus = resources.get("GPU", 0) > 0, max(1, int(resources.get("CPU", 1)))
     started, failures, computed, processes = time.monotonic(), {}, 0, set()
-    groups: dict[float, list[tuple[int, int]]] = {}
-    for position, index in work.units:
-        groups.setdefault(_gpu_share(work.stages[position], use_gpu, gpu_fraction), []).append((position, index))
+    nodes_gb = _nodes_memory_gb(ray)
+    shares = {position: _gpu_share(stage, use_gpu, gpu_fraction) for position, stage in enumerate(work.stages)}
+    needs = {position: None if shares[position] else stage_memory_gb(stage)  # a GPU actor's model is in its GPU
+             for position, stage in enumerate(work.stages)}
     actor_class = ray.remote(Worker)
     stage_refs = {position: ray.put(stage) for position, stage in enumerate(work.stages)}
-    for share, units in groups.items():
+    cpu_fit = max(1, cpus // (threads or 1))
+    for share, room, units in pools(work.units, shares, needs, nodes_gb, min(workers or cpu_fit, cpu_fit)):
         fit = max(1, int(resources["GPU"] / share if share else cpus // (threads or 1)))
-        count = max(1, min(len(units), workers or fit, fit))  # an actor that cannot be placed would hold its units
         if workers and workers > fit:
             write(f"[precompute] --workers {workers}: only {fit} fit in this Ray instance's "
                   + ("GPUs" if share else "CPUs") + f"; using {fit}")
+        count = actor_count(len(units), workers, fit, room)
+        wanted = actor_count(len(units), workers, fit, None)
+        if count < wanted:
+            positions = {position for position, _ in units}
+            largest = max(positions, key=lambda position: needs[position] or 0.0)
+            write(f"[precompute] {count} actor(s), not {wanted}, for {len(positions)} stage(s): "
+                  f"{work.stages[largest].spec} needs about {needs[largest]:.1f} GB in an actor (its weights, "
+                  f"counted from its files, and {ACTOR_OVERHEAD_GB:g} GB beside them), and the node(s) had "
+                  f"{', '.join(f'{free:.1f}' for free in nodes_gb)} GB free when Ray started"
+                  + ("; one actor tries it" if room < 1 else ""))
         actor_threads = max(1, threads or cpus // count)
         write(f"[precompute] {len(units)} chunks on {count} Ray actor(s), each with "
               + (f"{share:g} GPU and " if share else "") + f"{actor_threads} CPU thread(s)")
@@ -337,6 +410,12 @@ def execute(work: Work, workers: int | None = None, threads: int | None = None,
                 computed += result["computed"]
                 processes.add((result["node"], result["pid"]))
                 meter.update(result, final=not pool.has_next())
+        except OutOfMemoryError as error:
+            first = (str(error).strip().splitlines() or [""])[0]
+            raise PrecomputeError(f"Ray's memory monitor killed a worker: the machine ran out of memory ({first}). "
+                                  "Finished chunks and images are kept: rerun with --workers 1 (one model in "
+                                  "memory at a time), or stop what else is using the memory, and only the rest is "
+                                  "computed.") from error
         except RayActorError as error:
             raise PrecomputeError(f"a Ray worker died {RETRIES + 1} times on one chunk ({error}). Rerun the command: "
                                   "finished chunks and images are kept, and only the rest is computed.") from error

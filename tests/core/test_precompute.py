@@ -435,3 +435,44 @@ def test_04c_and_04d_images_are_precomputed_as_the_notebooks_draw_them(tmp_path,
                                 width=32)
     assert len(manifest) == 12
     assert all(len(manifest) == len(professions) for manifest in runs.values())
+
+
+# --------------------------------------------------------------------------- actors and memory
+
+
+def test_actors_are_as_many_as_the_nodes_memory_holds_models():
+    assert pc.memory_fit(14.0, [24.0]) == 1
+    assert pc.memory_fit(5.0, [14.0, 9.0]) == 2 + 1  # per node (23 GB in all would hold 4): a model is not split
+    assert pc.memory_fit(30.0, [24.0]) == 0
+    assert pc.memory_fit(None, [24.0]) is None
+    assert pc.actor_count(10, None, 2, None) == 2
+    assert pc.actor_count(10, None, 2, 1) == 1
+    assert pc.actor_count(10, None, 2, 0) == 1   # too big for any node: one actor tries it
+    assert pc.actor_count(1, None, 2, 5) == 1     # no more actors than units
+    assert pc.actor_count(10, 4, 2, 5) == 2       # no more than the CPUs or GPUs hold
+    assert pc.actor_count(10, 1, 2, 5) == 1       # --workers 1
+
+
+def test_units_whose_model_leaves_room_for_fewer_actors_run_in_a_pool_of_their_own_after_the_others():
+    # stage 0: an image-text model (2 GB in an actor), 1: SD 3 in float32 (15 GB), 2: unknown (tiny:),
+    # 3: on a GPU; one node with 20 GB
+    units = [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (3, 0)]
+    shares = {0: 0.0, 1: 0.0, 2: 0.0, 3: 0.25}
+    needs = {0: 2.0, 1: 15.0, 2: None, 3: None}
+    assert pc.pools(units, shares, needs, [20.0], most=2) == [
+        (0.0, None, [(0, 0), (2, 0), (0, 1)]), (0.25, None, [(3, 0)]), (0.0, 1, [(1, 0), (1, 1)])]
+    # on a machine with 16 cores, room for 10 actors limits too, and the pool with more room runs first
+    assert pc.pools(units, shares, needs, [20.0], most=16) == [
+        (0.0, None, [(2, 0)]), (0.25, None, [(3, 0)]), (0.0, 10, [(0, 0), (0, 1)]), (0.0, 1, [(1, 0), (1, 1)])]
+
+
+def test_an_actors_need_is_its_models_weights_at_the_stages_precision_and_its_overhead(monkeypatch):
+    from vlbias.models import tiny_checkpoint
+    from vlbias.models.footprint import directory_weights_gb
+
+    directory = str(tiny_checkpoint("sd"))
+    stage = pc.Stage("generation", directory, ["04a_generation"], {"device": "cpu", "half": True}, {}, 1, 1)
+    assert pc.stage_memory_gb(stage) == pytest.approx(directory_weights_gb(directory, half=True) + pc.ACTOR_OVERHEAD_GB)
+    stage.load["half"] = False
+    assert pc.stage_memory_gb(stage) == pytest.approx(directory_weights_gb(directory, half=False) + pc.ACTOR_OVERHEAD_GB)
+    assert pc.stage_memory_gb(pc.Stage("generation", "tiny:sd", [], {"half": False}, {}, 1, 1)) is None
