@@ -318,6 +318,39 @@ def _declared_memory_gb(names: Iterable[str]) -> dict[str, float]:
     return {name: declared[name].memory_gb for name in names if name in declared}
 
 
+#: what a notebook holds beside its largest model's weights (Python, torch, its data and figures)
+NOTEBOOK_OVERHEAD_GB = 1.0
+
+
+def model_memory_gb(root: Path, plan: profiles.RunPlan) -> dict[str, float]:
+    """Per notebook, the memory its largest model's weights take once loaded in float32
+    (:func:`vlbias.models.footprint.weights_gb`, counted from the files on this machine) plus
+    :data:`NOTEBOOK_OVERHEAD_GB`; notebooks whose models' files are not here are left out. float32,
+    the larger figure, because a notebook may load some models in half precision and others not (04b's
+    annotators take ``annotator_half``, its Stable Diffusion ``half``). A first run
+    of the full profile has no measured peak yet, and the declarations' figures are the demo's: this
+    keeps two notebooks from loading two large models beside each other on a CPU machine (the dress
+    rehearsal's 04b held Qwen2-VL-2B in float32 while 04c was to load SD 3: 13.8 and 15 GB)."""
+    from .models.footprint import weights_gb
+    from .plan import declarations
+
+    declared, found = declarations(), {}
+    for name in plan.parameters:
+        if name not in declared:
+            continue
+        sizes = []
+        for spec in declared[name].specs(profiles.notebook_parameters(root, name, plan)):
+            try:
+                size = weights_gb(spec)
+            except (OSError, ValueError):  # an unreadable file: the notebook's loader says what is wrong
+                size = None
+            if size is not None:
+                sizes.append(size)
+        if sizes:
+            found[name] = max(sizes) + NOTEBOOK_OVERHEAD_GB
+    return found
+
+
 def load_costs(root: Path, profile: str) -> dict[str, dict[str, float]]:
     """Per notebook, ``seconds`` and ``peak_gb`` as last measured: this machine's last run of
     ``profile`` where there is one, else (the demo profile) the committed measurement."""
@@ -404,7 +437,9 @@ def run(profile: str = "demo", only: Iterable[str] = (), assignments: Iterable[s
     depends = notebook_dependencies(names) if len(names) > 1 else {name: set() for name in names}
     costs = load_costs(root, plan.profile)
     declared_memory = _declared_memory_gb(names)
-    memory = {name: float(costs.get(name, {}).get("peak_gb") or declared_memory.get(name, 1.5)) for name in names}
+    models = model_memory_gb(root, plan)
+    memory = {name: max(float(costs.get(name, {}).get("peak_gb") or declared_memory.get(name, 1.5)),
+                        models.get(name, 0.0)) for name in names}
     cores = usable_cores()
     chosen = jobs
     jobs = min(jobs, len(names)) if jobs else default_jobs(len(names), memory.values(), cores)

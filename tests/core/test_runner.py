@@ -453,3 +453,33 @@ def test_launch_buttons_of_a_per_model_page_open_its_one_source_notebook():
     assert hook.source_notebook_url(binder).endswith("lab/tree/notebooks/05a_model_card.ipynb")
     assert hook.source_notebook_url(colab.replace("05a_model_card/trained_face-clip", "01a_self_similarity")).endswith(
         "/blob/main/notebooks/01a_self_similarity.ipynb")
+
+
+def test_a_notebooks_memory_figure_is_at_least_its_largest_models_weights_in_float32(tmp_path, monkeypatch):
+    from vlbias import plan as plan_module
+    from vlbias.models import tiny_checkpoint
+    from vlbias.models.footprint import directory_weights_gb
+    from vlbias.stages import NotebookDeclaration
+
+    checkpoint = str(tiny_checkpoint("sd"))
+    project = make_project(tmp_path, {
+        "m_local": [f"model_spec = {checkpoint!r}\nhalf = True\nother_specs = ['tiny:clip']", "pass"],
+        "n_tiny": ["model_spec = 'tiny:clip'", "pass"]}, "notebooks: {}\n")
+    declared = {name: NotebookDeclaration(name, model_parameters=("model_spec", "other_specs"))
+                for name in ("m_local", "n_tiny")}
+    monkeypatch.setattr(plan_module, "declarations", lambda: declared)
+    plan = profiles.plan_run(project, "demo")
+    # float32 although the notebook's `half` is true: a notebook may load some models in half, others not
+    assert runner.model_memory_gb(project, plan) == {
+        "m_local": pytest.approx(directory_weights_gb(checkpoint, half=False) + runner.NOTEBOOK_OVERHEAD_GB)}
+
+
+def test_two_notebooks_whose_models_do_not_fit_side_by_side_run_one_after_the_other(timed_project, monkeypatch,
+                                                                                    capsys):
+    monkeypatch.setattr(runner, "notebook_dependencies", lambda names: {name: set() for name in names})
+    monkeypatch.setattr(runner, "available_memory_gb", lambda: 4.0)
+    monkeypatch.setattr(runner, "model_memory_gb", lambda root, plan: {"p_first": 2.5, "q_second": 2.5})
+    only = ["p_first", "q_second"]
+    assert runner.run("demo", only=only, project_dir=timed_project, build=False, timeout=300, jobs=2) == 0
+    first, second = sorted((_times(timed_project, name) for name in only), key=lambda t: t["start"])
+    assert first["end"] <= second["start"]
