@@ -46,14 +46,18 @@ full: $(STAMP)
 # The full profile's dress rehearsal (issue 24; see README): random-weight checkpoints in a
 # hub mirror of its own and small data, then the preflight, precompute on a local Ray instance and every
 # notebook, offline, with only the sizes of params/rehearsal.yml changed. Tens of GB in REHEARSAL.
+# SET passes --set to plan, precompute and run: `make rehearsal PART=4 SET=half=false` draws Part IV
+# in float32: SD 1.4 drew 20 times as fast as in float16 on a CPU without float16 arithmetic
+# (benchmarks/cpu_half.py; benchmarks/README.md). The rehearsal proper keeps the profile's float16.
 REHEARSAL ?= rehearsal
+REHEARSAL_SETS = $(foreach s,$(SET),--set $(s))
 REHEARSAL_ENV := $(OFFLINE) HF_HOME=$(abspath $(REHEARSAL))/mirror VLBIAS_DATA_DIR=$(abspath $(REHEARSAL))/data VLBIAS_CACHE_DIR=$(abspath $(REHEARSAL))/cache
 rehearsal: $(STAMP)
 	$(OFFLINE) $(PY) -m vlbias rehearsal build $(REHEARSAL)/mirror $(if $(PART),--part $(PART))
 	$(OFFLINE) $(PY) -m vlbias rehearsal data $(REHEARSAL)/data
-	$(REHEARSAL_ENV) $(PY) -m vlbias plan --profile rehearsal $(if $(PART),--part $(PART))
-	$(REHEARSAL_ENV) $(PY) -m vlbias precompute --profile rehearsal $(if $(PART),--part $(PART))
-	$(REHEARSAL_ENV) $(PY) -m vlbias run --profile rehearsal $(if $(PART),--part $(PART))
+	$(REHEARSAL_ENV) $(PY) -m vlbias plan --profile rehearsal $(if $(PART),--part $(PART)) $(REHEARSAL_SETS)
+	$(REHEARSAL_ENV) $(PY) -m vlbias precompute --profile rehearsal $(if $(PART),--part $(PART)) $(REHEARSAL_SETS)
+	$(REHEARSAL_ENV) $(PY) -m vlbias run --profile rehearsal $(if $(PART),--part $(PART)) $(REHEARSAL_SETS)
 
 benchmarks: $(STAMP)
 	$(OFFLINE) $(PY) benchmarks/run_all.py

@@ -14,6 +14,7 @@ pass step callbacks through ``generate(**pipeline_kwargs)``.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from pathlib import Path
 from typing import Callable, ContextManager, Sequence
 
@@ -30,6 +31,15 @@ from .trained import trained_pipeline
 
 #: generators are created here, whatever device the pipeline runs on (portable seeds)
 GENERATOR_DEVICE = "cpu"
+
+#: said when a pipeline is loaded in float16 on the CPU. Diffusers' own warning there says the pipeline
+#: "cannot run"; with this PyTorch it runs, and the tests and the dress rehearsal run it on purpose
+#: (issue 24), but slowly where the CPU has no float16 arithmetic (benchmarks/cpu_half.py)
+CPU_HALF_WARNING = (
+    "{spec}: float16 on the CPU. It runs, but a CPU without float16 arithmetic (no AVX512-FP16) has no fast "
+    "float16 convolutions: Stable Diffusion 1.4 drew many times as slowly as in float32 "
+    "(benchmarks/cpu_half.py measures it on this machine). Pass half=False (a notebook's `half` "
+    "parameter; `--set half=false` for a run) to draw in float32 on a CPU.")
 
 
 def load_text_to_image(spec: str | ModelSpec, device=None, half: bool | None = None,
@@ -66,6 +76,8 @@ def load_text_to_image(spec: str | ModelSpec, device=None, half: bool | None = N
             "the path of a directory saved with save_pretrained; offline runs (HF_HUB_OFFLINE=1) only "
             "find pipelines already in the Hugging Face cache. Tests should use 'tiny:sd'.") from error
     pipeline.to(device)
+    if device.type == "cpu" and dtype == torch.float16:
+        warnings.warn(CPU_HALF_WARNING.format(spec=spec), RuntimeWarning, stacklevel=2)
     if attention_slicing:
         pipeline.enable_attention_slicing()
     pipeline.set_progress_bar_config(disable=True)  # our own bar counts batches instead

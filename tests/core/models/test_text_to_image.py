@@ -128,3 +128,17 @@ def test_an_offline_hub_id_is_read_from_the_local_cache_without_asking_the_hub(m
     assert _offline_hub(parse_spec("CompVis/stable-diffusion-v1-4")) == {}
     monkeypatch.delenv("HF_HUB_OFFLINE")
     assert _offline_hub(parse_spec("CompVis/stable-diffusion-v1-4")) == {}
+
+
+def test_float16_on_the_cpu_says_how_to_draw_in_float32():
+    """Diffusers warns that a float16 pipeline "cannot run" on the CPU; it runs, many times as slowly
+    as float32 (benchmarks/cpu_half.py), so the loader says which parameter draws in float32 instead."""
+    import warnings
+
+    with pytest.warns(RuntimeWarning, match=r"tiny:sd: float16 on the CPU.*half=False"):
+        half = load_text_to_image("tiny:sd", device="cpu", half=True)
+    assert half.pipeline.unet.dtype == torch.float16
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        full = load_text_to_image("tiny:sd", device="cpu", half=False)
+    assert full.pipeline.unet.dtype == torch.float32
