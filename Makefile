@@ -47,8 +47,8 @@ full: $(STAMP)
 # hub mirror of its own and small data, then the preflight, precompute on a local Ray instance and every
 # notebook, offline, with only the sizes of params/rehearsal.yml changed. Tens of GB in REHEARSAL.
 # SET passes --set to plan, precompute and run: `make rehearsal PART=4 SET=half=false` draws Part IV
-# in float32: SD 1.4 drew 20 times as fast as in float16 on a CPU without float16 arithmetic
-# (benchmarks/cpu_half.py; benchmarks/README.md). The rehearsal proper keeps the profile's float16.
+# in float32: SD 1.4 drew 7 times as fast as in float16, in batches of 8, on a CPU without float16
+# arithmetic (benchmarks/cpu_half.py; benchmarks/README.md). The rehearsal proper keeps the profile's float16.
 REHEARSAL ?= rehearsal
 REHEARSAL_SETS = $(foreach s,$(SET),--set $(s))
 REHEARSAL_ENV := $(OFFLINE) HF_HOME=$(abspath $(REHEARSAL))/mirror VLBIAS_DATA_DIR=$(abspath $(REHEARSAL))/data VLBIAS_CACHE_DIR=$(abspath $(REHEARSAL))/cache

@@ -476,3 +476,47 @@ def test_an_actors_need_is_its_models_weights_at_the_stages_precision_and_its_ov
     stage.load["half"] = False
     assert pc.stage_memory_gb(stage) == pytest.approx(directory_weights_gb(directory, half=False) + pc.ACTOR_OVERHEAD_GB)
     assert pc.stage_memory_gb(pc.Stage("generation", "tiny:sd", [], {"half": False}, {}, 1, 1)) is None
+
+
+def test_a_run_ended_by_rays_memory_monitor_is_one_error_that_says_how_to_rerun(monkeypatch):
+    """Ray's memory monitor can still end a run (other work on the machine takes the memory): the driver
+    gets Ray's OutOfMemoryError, and precompute says what happened and how to rerun, not Ray's traceback."""
+    import sys
+    import types
+
+    class OutOfMemoryError(Exception):
+        pass
+
+    class RayActorError(Exception):
+        pass
+
+    class Pool:
+        def __init__(self, actors):
+            self.left = 1
+
+        def submit(self, call, unit):
+            pass
+
+        def has_next(self):
+            return self.left > 0
+
+        def get_next_unordered(self):
+            raise OutOfMemoryError("2 worker(s) were killed due to the node running low on memory.\nmore")
+
+    class Actor:
+        def options(self, **options):
+            return self
+
+        def remote(self, *args):
+            return object()
+
+    fake = types.SimpleNamespace(cluster_resources=lambda: {"CPU": 2.0}, nodes=lambda: [],
+                                 remote=lambda cls: Actor(), put=lambda value: value, kill=lambda actor: None)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.setitem(sys.modules, "ray.exceptions", types.SimpleNamespace(
+        OutOfMemoryError=OutOfMemoryError, RayActorError=RayActorError))
+    monkeypatch.setitem(sys.modules, "ray.util", types.SimpleNamespace(ActorPool=Pool))
+    stage = pc.Stage("generation", "tiny:sd", ["04a_generation"], {"device": "cpu", "half": False}, {}, 4, 2)
+    with pytest.raises(pc.PrecomputeError, match=r"memory monitor killed a worker.*running low on memory\.\)\. "
+                                                 r"Finished chunks and images are kept: rerun with --workers 1"):
+        pc.execute(pc.Work([stage], [(0, 0), (0, 1)]), write=lambda line: None)
