@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("markedness", "colorfoil", "harms", "t2i")
 # the public index, the command line, precompute (which runs the parts' cached calls) and the rehearsal
 # (the whole profile: its models and data files) may see every part
-ABOVE_THE_PARTS = {"metrics.py", "__main__.py", "precompute.py", "rehearsal.py", "audit.py"}  # rehearsal: the whole profile, its data files too; audit: every part's measures
+# rehearsal: the whole profile, its data files too; audit: every part's measures; audit_stages: Part V's
+# declarations, whose text-to-image cards draw with Part IV's stage functions (vlbias.t2i.stages.card_units)
+ABOVE_THE_PARTS = {"metrics.py", "__main__.py", "precompute.py", "rehearsal.py", "audit.py", "audit_stages.py"}
 # core modules that hold measures two parts share
 SHARED_MEASURES = {"vlbias.stats", "vlbias.weat"}
 
