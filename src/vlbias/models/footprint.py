@@ -83,7 +83,7 @@ def directory_weights_gb(directory: str | Path, half: bool) -> float | None:
 def checkpoint_directory(spec: str) -> Path | None:
     """Where a spec's weights are on this machine: a local directory, or the hub cache's snapshot of a
     hub id or of an open_clip tag's repository; None when they are not here or the spec names no files."""
-    from .identity import hub_cache_dir, hub_revision
+    from .identity import hub_cache_dir, hub_revision, open_clip_hub_repo
     from .spec import hub_location, parse_spec
 
     try:
@@ -94,14 +94,8 @@ def checkpoint_directory(spec: str) -> Path | None:
         return Path(parsed.name) if Path(parsed.name).is_dir() else None
     if parsed.source == "hf":
         repo_id = hub_location(parsed.name)
-    elif parsed.source == "open_clip" and parsed.tag:
-        try:
-            from open_clip.pretrained import get_pretrained_cfg
-        except ImportError:
-            return None
-        config = get_pretrained_cfg(parsed.name, parsed.tag) or \
-            get_pretrained_cfg(parsed.name.removesuffix("-quickgelu"), parsed.tag) or {}
-        repo_id = os.path.split(config.get("hf_hub", ""))[0]  # "org/repo/" -> "org/repo", as open_clip splits it
+    elif parsed.source == "open_clip":
+        repo_id = open_clip_hub_repo(parsed.name, parsed.tag)
     else:
         return None
     revision = hub_revision(repo_id) if repo_id else None

@@ -122,17 +122,23 @@ def _open_clip_weights(parsed: ModelSpec) -> str:
     elif tag and Path(tag).expanduser().is_file():
         return "sha256:" + fingerprint(Path(tag).expanduser())
     else:
-        try:
-            from open_clip.pretrained import get_pretrained_cfg
-        except ImportError:
-            return UNKNOWN_REVISION
-        config = {}
-        if tag:  # QuickGELU tags are registered under both names, GELU tags under the plain one
-            config = get_pretrained_cfg(name, tag) or get_pretrained_cfg(name.removesuffix("-quickgelu"), tag)
-        # open_clip splits "org/repo/filename" with os.path.split; the repo is what precedes the file
-        repo_id = os.path.split((config or {}).get("hf_hub", ""))[0]
+        repo_id = open_clip_hub_repo(name, tag)
     revision = hub_revision(repo_id) if repo_id else None
     return f"revision:{revision}" if revision else UNKNOWN_REVISION
+
+
+def open_clip_hub_repo(name: str, tag: str | None) -> str | None:
+    """The hub repository an open_clip ``name/tag`` downloads its weights from, or None (no tag, a tag
+    open_clip does not know or fetches from a URL, or no open_clip installed)."""
+    try:
+        from open_clip.pretrained import get_pretrained_cfg
+    except ImportError:
+        return None
+    config = {}
+    if tag:  # QuickGELU tags are registered under both names, GELU tags under the plain one
+        config = get_pretrained_cfg(name, tag) or get_pretrained_cfg(name.removesuffix("-quickgelu"), tag)
+    # open_clip splits "org/repo/filename" with os.path.split; the repo is what precedes the file
+    return os.path.split((config or {}).get("hf_hub", ""))[0] or None
 
 
 # --------------------------------------------------------------------------- hub revisions
