@@ -11,6 +11,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
@@ -29,6 +30,37 @@ def images_identity(images: Sequence[Image.Image]) -> str:
         digest.update(f"{image.mode}:{image.size[0]}x{image.size[1]}:".encode())
         digest.update(image.tobytes())
     return f"pil-images/{len(images)}@{digest.hexdigest()[:16]}"
+
+
+def files_identity(files: Sequence[str | Path]) -> str:
+    """Content hash of image files (their bytes, in order): the same files at another path share cached
+    results, other files at the same path do not (a rerun that overwrote a run's images must not read
+    the old labels)."""
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(hashlib.sha256(Path(path).read_bytes()).digest())
+    return f"image-files/{len(files)}@{digest.hexdigest()[:16]}"
+
+
+class FileImages:
+    """Image files as a lazy sequence: indexing opens a file as RGB, nothing is held; ``identity``
+    (:func:`files_identity`) names them in cache keys by their bytes."""
+
+    def __init__(self, files: Sequence[str | Path]):
+        self.files = [Path(f) for f in files]
+        self.identity = files_identity(self.files)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def _open(self, path: Path) -> Image.Image:
+        with Image.open(path) as image:
+            return image.convert("RGB")
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self._open(path) for path in self.files[index]]
+        return self._open(self.files[index])
 
 
 def texts_identity(texts: Sequence[str]) -> str:

@@ -100,7 +100,12 @@ def zero_shot_scores(model: ImageTextModel, images: Sequence[Image.Image], promp
     """(n_images, n_labels) scores: each label's prompts scored against each image and averaged."""
     lists = _prompt_lists(prompts)
     texts = [text for value in lists.values() for text in value]
-    scores = np.asarray(model.score(images, texts, batch_size=batch_size, progress=progress), dtype=float)
+    return _label_means(model.score(images, texts, batch_size=batch_size, progress=progress), lists)
+
+
+def _label_means(scores, lists: dict[str, list[str]]) -> pd.DataFrame:
+    """(n_images, n_labels): each label's columns of ``scores`` (its prompts, in order) averaged."""
+    scores = np.asarray(scores, dtype=float)
     columns, start = {}, 0
     for label, value in lists.items():
         columns[label] = scores[:, start:start + len(value)].mean(axis=1)
@@ -150,11 +155,33 @@ def label_image_files(model: ImageTextModel, files: Sequence[str | Path], prompt
                              f"{list(FACE_LABELS)} so that both annotators' labels can be compared")
         return model.label_image_files(files, progress=progress)
     files = [Path(f) for f in files]
+    if files and getattr(model, "kind", None) == "dual" and getattr(model, "has_embeddings", True):
+        scores = dual_encoder_file_scores(model, files, prompts, batch_size, chunk, progress)
+        return scores.columns.to_numpy()[scores.to_numpy().argmax(axis=1)]
     labels = []
     for start in tqdm(range(0, len(files), chunk), desc="annotating", unit="chunk", disable=not progress):
         images = [Image.open(f).convert("RGB") for f in files[start:start + chunk]]
         labels.append(zero_shot_labels(model, images, prompts, batch_size=batch_size, progress=False))
     return np.concatenate(labels) if labels else np.array([], dtype=object)
+
+
+def dual_encoder_file_scores(model: ImageTextModel, files: Sequence[str | Path],
+                             prompts: Mapping[str, str | Sequence[str]], batch_size: int = 32, chunk: int = 256,
+                             progress: bool = True) -> pd.DataFrame:
+    """A dual encoder's zero-shot scores of image files (:func:`zero_shot_scores`), from its image embeddings,
+    cached per chunk of ``chunk`` files and named
+    by the files' bytes (:func:`vlbias.embeddings.embed_images`), so that a rerun, or another notebook labelling
+    the same images (05a's model card after 04b and 04c), reads them instead of encoding again. The images are
+    encoded in the same batches, and the prompts at the batch size, that :meth:`~vlbias.models.base.ImageTextModel.score`
+    uses: the scores equal :func:`zero_shot_scores` on the opened images, and :func:`label_image_files`' labels
+    its labels."""
+    from ..embeddings import FileImages, embed_images, embed_texts
+
+    lists = _prompt_lists(prompts)
+    texts = [text for value in lists.values() for text in value]
+    images = embed_images(model, FileImages([Path(f) for f in files]), batch_size=batch_size, chunk_size=chunk, progress=progress)
+    prompts_embedded = embed_texts(model, texts, batch_size=max(batch_size, 256), progress=False)
+    return _label_means(images @ prompts_embedded.T, lists)
 
 
 # --------------------------------------------------------------------------- human annotations

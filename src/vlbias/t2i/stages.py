@@ -106,8 +106,9 @@ def annotation(units, models: tuple[str, ...] = ("annotator_spec",)) -> core.Sta
                          line=f"{images:,} zero-shot annotations with {spec} at an assumed {rate:g}/s")]
 
     return core.StageDeclaration("annotation", models, estimate,
-                            writes="image embeddings of the annotator (cache)",
-                            left="zero-shot labels are not cached; the notebook computes them")
+                            writes="image embeddings of the annotator (cache, named by the images' bytes)",
+                            left="the notebook labels the images once they are drawn; a dual encoder's image "
+                                 "embeddings are cached by the files' bytes, so a rerun or 05a's card reads them")
 
 
 def vlm_annotation_estimates(parameters: core.Parameters, context: core.Context) -> list[core.Estimate]:

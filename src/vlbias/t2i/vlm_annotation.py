@@ -33,7 +33,6 @@ Labels are *perceived* attributes (what an image looks like to a model), never a
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 from typing import Mapping, NamedTuple, Sequence
@@ -44,7 +43,7 @@ from PIL import Image
 
 from ..cache import cache_key, compute_chunked
 from ..generations import generate_cached
-from ..embeddings import images_identity
+from ..embeddings import files_identity, images_identity
 from ..models.base import VisionLanguageModel, answer_lengths, check_score_mode
 from ..models.vision_language import check_image
 from .bias import NO_PERSON
@@ -160,16 +159,6 @@ def _overlapping_phrasings(lists: dict[str, list[str]]) -> None:
                     raise ValueError(f"answers[{label!r}]: {short!r} begins {long!r}, and a phrasing's score is that "
                                      f"of every answer beginning with it, so log-sum-exp would count the answers "
                                      f"beginning {long!r} twice. Drop one, or pass combine='max'.")
-
-
-def files_identity(files: Sequence[str | Path]) -> str:
-    """Content hash of image files (their bytes, in order): the same files at another path share cached
-    results, other files at the same path do not (a rerun that overwrote a run's images must not read
-    the old labels)."""
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(hashlib.sha256(Path(path).read_bytes()).digest())
-    return f"image-files/{len(files)}@{digest.hexdigest()[:16]}"
 
 
 class _Images:
