@@ -171,6 +171,31 @@ def test_every_measure_of_04c_is_undefined_not_an_error_when_every_image_shows_n
     assert kappa_phrase(comparison["cohen_kappa"]).startswith("κ undefined")
 
 
+
+def test_an_annotator_that_labels_no_image_leaves_the_comparison_undefined_and_the_page_says_so():
+    """Found by the full profile's rehearsal (04b, random-weight VLM annotators): a generative annotator whose free
+    answers name no label labels no image, and 04b's comparison raised "no image pairs". Now every value is NaN,
+    both labelled is 0, and the sentence says nothing can be compared."""
+    from vlbias.t2i.vlm_annotation import comparison_sentences
+
+    manifest = manifest_with(BIASED)
+    first = manifest["perceived"].to_numpy(object)
+    per_annotator, comparison = annotator_robustness(manifest.drop(columns="perceived"),
+                                                     {"zero-shot": first, "vlm": [None] * len(first)}, REFERENCE,
+                                                     n_boot=50)
+    assert per_annotator.loc["zero-shot", "labelled"] == len(first) and per_annotator.loc["vlm", "labelled"] == 0
+    assert (per_annotator["labelled by both"] == 0).all() and per_annotator["VRBS"].isna().all()
+    assert comparison["both labelled"] == 0
+    assert np.isnan([comparison[k] for k in ("agreement", "cohen_kappa", "VRBS change", "change low",
+                                             "change high")]).all()
+    table = pd.DataFrame([{"model": "m", "reading": "free answer", "labelled": 0,
+                           "both labelled": comparison["both labelled"], "agreement": comparison["agreement"],
+                           "cohen_kappa": comparison["cohen_kappa"], "VRBS change": comparison["VRBS change"],
+                           "ci_low": comparison["change low"], "ci_high": comparison["change high"]}]
+                         ).set_index(["model", "reading"])
+    assert "m labelled none of the 200 images zero-shot labelled, so nothing can be compared" in comparison_sentences(
+        table, "zero-shot", len(first))
+
 @pytest.fixture(scope="module")
 def tiny_sd():
     from vlbias.models import load_text_to_image

@@ -206,7 +206,8 @@ def annotator_robustness(manifest: pd.DataFrame, labels: Mapping[str, Sequence],
     ``(per_annotator, comparison)``: the VRBS each annotator's labels give, with a bootstrap
     interval, and for the pair their agreement (share of identical labels, Cohen's kappa) and the
     VRBS change from the first annotator to the second with a paired interval (images resampled
-    within each profession, both annotators' labels of an image together).
+    within each profession, both annotators' labels of an image together). Where no image is labelled by
+    both, every one of these is NaN (and ``both labelled`` 0).
     """
     if len(labels) != 2:
         raise ValueError(f"labels: give exactly two annotators, got {list(labels)}")
@@ -218,16 +219,21 @@ def annotator_robustness(manifest: pd.DataFrame, labels: Mapping[str, Sequence],
         columns[name] = pd.Series(values, index=manifest.index, dtype=object)
     (first, a), (second, b) = columns.items()
     both = (a.notna() & b.notna()).to_numpy()
-    images = manifest.assign(_image=np.arange(len(manifest)))[both]
-    change, _ = paired_bias_comparison(images.assign(perceived=a[both]), images.assign(perceived=b[both]), reference,
-                                       target=target, pair_on=("_image",), n_boot=n_boot, confidence=confidence,
-                                       seed=seed)
+    if both.any():
+        images = manifest.assign(_image=np.arange(len(manifest)))[both]
+        change, _ = paired_bias_comparison(images.assign(perceived=a[both]), images.assign(perceived=b[both]),
+                                           reference, target=target, pair_on=("_image",), n_boot=n_boot,
+                                           confidence=confidence, seed=seed)
+    else:  # no image labelled by both (a random-weight VLM's free answers name no label): nothing to compare
+        change = {f"{what} {end}" if end else f"VRBS {what}": np.nan for what in ("plain", "other", "change")
+                  for end in ("", "low", "high")}
     per_annotator = pd.DataFrame([
         {"annotator": name, "labelled": int(values.notna().sum()), "labelled by both": int(both.sum()),
          "VRBS": change[f"VRBS {run}"], "VRBS low": change[f"{run} low"], "VRBS high": change[f"{run} high"]}
         for (name, values), run in zip(columns.items(), ("plain", "other"))]).set_index("annotator")
     comparison = {"annotators": f"{first} -> {second}", "both labelled": int(both.sum()),
-                  "agreement": float((a[both] == b[both]).mean()), "cohen_kappa": cohen_kappa(a[both], b[both]),
+                  "agreement": float((a[both] == b[both]).mean()) if both.any() else np.nan,
+                  "cohen_kappa": cohen_kappa(a[both], b[both]) if both.any() else np.nan,
                   "VRBS change": change["VRBS change"], "change low": change["change low"],
                   "change high": change["change high"]}
     return per_annotator, comparison
