@@ -335,6 +335,12 @@ def test_04b_comparison_with_the_zero_shot_annotator_by_hand():
     assert once.count("agrees with") == 1 and "by closed-form choice and by free answer alike" in once
     assert "every one of its 40 free answers named exactly one label" in once
     assert "interval of zero width" in once
+    # no person anywhere (the rehearsal's random weights): the change is undefined, and the sentence says so
+    nobody = np.array(["no person"] * 40, dtype=object)
+    undefined = compare_with_annotator(manifest, nobody, "zero-shot", {"vlm": _readings(nobody, nobody)}, reference,
+                                       n_boot=50)
+    said = comparison_sentences(undefined, "the zero-shot annotator", 40, {"vlm": _readings(nobody, nobody)})
+    assert "; the change in VRBS when it annotates instead is undefined" in said and "moves by undefined" not in said
 
 
 def test_annotate_with_vlms_reads_each_model_both_ways_and_boxes_a_model_that_fails(own_cache, tmp_path):

@@ -492,10 +492,11 @@ def comparison_sentences(table: pd.DataFrame, name: str, images: int,
             defined = np.isfinite(low) and np.isfinite(high) and high - low > 1e-9
             verdict = ("" if not defined else " (its interval excludes 0: an annotator effect)" if low > 0 or high < 0
                        else " (its interval holds 0: no change detected)")
+            change = interval_phrase(row["VRBS change"], low, high)
+            moves = (f"the change in VRBS when it annotates instead is {change}" if change.startswith("undefined")
+                     else f"when it annotates instead, VRBS moves by {change}{verdict}")
             text = (f"Read {how}, {spec} agrees with {name} on {row['agreement']:.0%} of the "
-                    f"{int(row['both labelled'])} images both labelled ({kappa_phrase(row['cohen_kappa'])}); when it "
-                    f"annotates instead, VRBS moves by {interval_phrase(row['VRBS change'], low, high)}"
-                    f"{verdict}")
+                    f"{int(row['both labelled'])} images both labelled ({kappa_phrase(row['cohen_kappa'])}); {moves}")
             if "answers unmatched" in row and pd.notna(row.get("answers unmatched")):
                 left = int(row["answers unmatched"]) + int(row["answers ambiguous"])
                 text += (f"; {left} of its {images} free answers named no label or several and are left out, as "
