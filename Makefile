@@ -51,9 +51,11 @@ full: $(STAMP)
 # arithmetic (benchmarks/cpu_half.py; benchmarks/README.md). The rehearsal proper keeps the profile's float16.
 REHEARSAL ?= rehearsal
 REHEARSAL_SETS = $(foreach s,$(SET),--set $(s))
+# CPU=1 builds the generative vision-language models shallow, at full width, so that 01d, 02d and 04b's VLM
+# annotators finish on a CPU (vlbias.rehearsal.CPU_DEPTH_REDUCTIONS, with why); a GPU rehearsal leaves it out.
 REHEARSAL_ENV := $(OFFLINE) HF_HOME=$(abspath $(REHEARSAL))/mirror VLBIAS_DATA_DIR=$(abspath $(REHEARSAL))/data VLBIAS_CACHE_DIR=$(abspath $(REHEARSAL))/cache
 rehearsal: $(STAMP)
-	$(OFFLINE) $(PY) -m vlbias rehearsal build $(REHEARSAL)/mirror $(if $(PART),--part $(PART))
+	$(OFFLINE) $(PY) -m vlbias rehearsal build $(REHEARSAL)/mirror $(if $(PART),--part $(PART)) $(if $(CPU),--cpu)
 	$(OFFLINE) $(PY) -m vlbias rehearsal data $(REHEARSAL)/data
 	$(REHEARSAL_ENV) $(PY) -m vlbias plan --profile rehearsal $(if $(PART),--part $(PART)) $(REHEARSAL_SETS)
 	$(REHEARSAL_ENV) $(PY) -m vlbias precompute --profile rehearsal $(if $(PART),--part $(PART)) $(REHEARSAL_SETS)

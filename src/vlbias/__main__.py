@@ -77,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     rehearsal.add_argument("--only", action="append", default=[], metavar="SPEC", help="this model spec only; repeatable")
     rehearsal.add_argument("--part", type=int, default=None,
                            help="only the checkpoints that this part's notebooks name (as run --part)")
+    rehearsal.add_argument("--cpu", action="store_true",
+                           help="build the generative vision-language models shallow, at full width, so that their "
+                                "pages finish on a CPU (vlbias.rehearsal.CPU_DEPTH_REDUCTIONS); the GPU rehearsal omits it")
     rehearsal.add_argument("--profile", default="full")
     rehearsal.add_argument("--project-dir", type=Path, default=None)
     return parser
@@ -98,7 +101,7 @@ def _rehearsal(args) -> int:
             raise SystemExit(f"rehearsal: --only {', '.join(unknown)}: not a spec of the {args.profile} profile; "
                              f"its specs: {', '.join(specs)}")
         specs = {spec: specs[spec] for spec in args.only}
-    targets = rehearsal.mirror_targets(specs)
+    targets = rehearsal.mirror_targets(specs, cpu=args.cpu)
     if args.action == "list":
         for target in targets:
             built = target.builder + (f" ({target.reason})" if target.reason else "") if target.builder else ""

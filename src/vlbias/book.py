@@ -91,7 +91,8 @@ def profile_banner(profile: str, details: str = "", models: str | None = None, s
         kind, title = "warning", "Rehearsal: random weights, small data"
         body = ("This page ran the <b>full profile's</b> code paths, its models named by their own hub ids and "
                 "open_clip tags, on <b>checkpoints with random weights</b> (a local hub mirror, <code>python -m "
-                "vlbias rehearsal build</code>) and <b>small generated copies</b> of the data sets, with sizes "
+                "vlbias rehearsal build</code>; a few at reduced depth, full width, each listed with why by <code>python -m "
+                "vlbias rehearsal list</code>) and <b>small generated copies</b> of the data sets, with sizes "
                 f"from <code>params/rehearsal.yml</code>: {details}. Its numbers mean nothing; that it ran shows "
                 "every model loading and every step running.")
     else:

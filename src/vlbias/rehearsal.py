@@ -22,13 +22,16 @@ spec then resolves unchanged: no code path knows it is a rehearsal.
 - A generative vision-language checkpoint (LLaVA, Qwen2-VL, SmolVLM) takes its recorded config, its chat
   template and a processor as the conformance tests build it (:data:`VISION_LANGUAGE_RECIPES`): SmolLM2's
   own tokenizer for SmolVLM, stand-in vocabularies with the real special ids for LLaVA's Llama and
-  Qwen2's BPE. LLaVA-1.5-7B's language model is built at reduced depth (:data:`DEPTH_REDUCTIONS`).
+  Qwen2's BPE. LLaVA-1.5-7B's language model is built at reduced depth (:data:`DEPTH_REDUCTIONS`). With
+  ``--cpu``, LLaVA, Qwen2-VL and SmolVLM are built at one or two layers, full width
+  (:data:`CPU_DEPTH_REDUCTIONS`), so that their pages finish on a CPU; a GPU rehearsal leaves it out.
 - A hub id without a recorded config, or of a generative family without a recipe, cannot be built: it is
   listed with the reason, and the rest proceed (:func:`mirror_targets`).
 
 ``MIRROR/vlbias-mirror.json`` records what was built and from which recipe (:data:`MIRROR_VERSION`, the
 recorded config, the depth): a checkpoint whose recipe changed is built again, one that did not is kept.
-Before anything is written, the space each model needs is compared with what the disk has free.
+Before anything is written, the space each model needs is compared with what the disk has free, and the
+memory its build holds (its weights in float32) with what is available.
 
 ``python -m vlbias rehearsal data DIR`` writes the data sets at their official layouts, at small size
 (:func:`write_rehearsal_data`), for ``VLBIAS_DATA_DIR=DIR``.
@@ -120,10 +123,11 @@ GENERATIVE_VLM_REASON = ("a generative vision-language model of a family the mir
                          "chat template and processor): tests/conformance/test_vlm_reference.py shows how one is built")
 
 
-def mirror_targets(specs: dict[str, list[str]]) -> list[Target]:
+def mirror_targets(specs: dict[str, list[str]], cpu: bool = False) -> list[Target]:
     """The hub checkpoints among ``specs`` (spec -> notebooks), each with its builder or the reason it
     cannot be built. Specs that name no hub checkpoint (``asset:``, ``trained:``, ``tiny:``, local
-    directories) are left out: they need no mirror."""
+    directories) are left out: they need no mirror. ``cpu``: the generative vision-language models at the
+    depths :data:`CPU_DEPTH_REDUCTIONS` gives, so that their pages finish on a CPU."""
     import open_clip
 
     from .models.conversion import recorded_hf_config
@@ -157,11 +161,12 @@ def mirror_targets(specs: dict[str, list[str]]) -> list[Target]:
                 continue
             builder = ("diffusers" if "pipeline_class" in recorded else
                        "vision-language" if model_type in VISION_LANGUAGE_BACKENDS else "transformers")
-            reduced = {name: overrides for name, (overrides, _) in depth_reductions(recorded).items()}
+            reductions = depth_reductions(recorded, cpu)
+            reduced = {name: overrides for name, (overrides, _) in reductions.items()}
             stored = {"stored_dtype": STORED_DTYPES[repo]} if repo in STORED_DTYPES else {}
             targets.append(Target(spec, repo, builder, notebooks, recipe={"recorded": recorded, **stored, **(
                 {"reduced": reduced} if reduced else {})},
-                reason="; ".join(f"{name} at reduced depth: {why}" for name, (_, why) in depth_reductions(recorded).items())))
+                reason="; ".join(f"{name} at reduced depth: {why}" for name, (_, why) in reductions.items())))
     return targets
 
 
@@ -309,6 +314,32 @@ DEPTH_REDUCTIONS = {
                                               "this machine's 24 GB: 2 of its 24 blocks, at full width")}}
 
 
+_CPU_WHY = ("{kept}, at full width, with `rehearsal build --cpu` only: at full depth on one CPU thread {cost}, and "
+            "01d's smallest run (126 faces) and 04b's VLM annotators would not finish in a session")
+#: with ``rehearsal build --cpu`` only, laid over :data:`DEPTH_REDUCTIONS`: the generative vision-language models
+#: at the least depth their loaders and processors accept, at full width, with their real processors (image sizes,
+#: tiles, chat templates), so that the pages that run them (01d, 02d, 04b's VLM annotators) finish on a CPU and
+#: rehearse every step but the depth. Timed on the mirror's full-depth checkpoints (benchmarks/README.md, "The
+#: fourth runs" and "The fifth runs").
+CPU_DEPTH_REDUCTIONS = {
+    "llava-hf/llava-1.5-7b-hf": {
+        "text_config": ({"num_hidden_layers": 1}, _CPU_WHY.format(
+            cost="an image with a question took 37 s at 4 of Vicuna's 32 layers", kept="1 of 32 layers")),
+        "vision_config": ({"num_hidden_layers": 2}, _CPU_WHY.format(
+            cost="the ViT-L/14-336 tower's 24 layers over 577 tokens are most of the rest",
+            kept="2 of 24 layers (LLaVA reads the second-to-last layer's features)"))},
+    "Qwen/Qwen2-VL-2B-Instruct": {
+        "text_config": ({"num_hidden_layers": 1}, _CPU_WHY.format(
+            cost="an image with its question took 14 s", kept="1 of 28 layers")),
+        "vision_config": ({"depth": 1}, _CPU_WHY.format(
+            cost="its 32-block vision tower is about half of that", kept="1 of 32 blocks"))},
+    "HuggingFaceTB/SmolVLM-256M-Instruct": {
+        "text_config": ({"num_hidden_layers": 1}, _CPU_WHY.format(
+            cost="an image took about 2 minutes (its processor makes 16 tiles of 512 px and the whole, about "
+                 "1,100 image tokens)", kept="1 of 30 layers")),
+        "vision_config": ({"num_hidden_layers": 1}, _CPU_WHY.format(
+            cost="its SigLIP tower runs 17 times per image, 1,024 patches each", kept="1 of 12 layers"))}}
+
 #: checkpoints the hub stores in half precision (their config.json's ``torch_dtype`` and their weight files' sizes
 #: as published; recalled offline, not re-read from the hub): the mirror writes them in that dtype, as a real hub
 #: cache holds them, so the loaders' cast to the dtype a notebook asks for (``half``) runs as on the real
@@ -330,9 +361,19 @@ def stored_dtype(target: Target):
     return getattr(torch, target.recipe.get("stored_dtype", "float32"))
 
 
-def depth_reductions(recorded: dict) -> dict[str, tuple[dict, str]]:
-    """The components of ``recorded`` built at reduced depth (:data:`DEPTH_REDUCTIONS`), with why."""
-    return DEPTH_REDUCTIONS.get(recorded.get("hub_id", ""), {})
+def depth_reductions(recorded: dict, cpu: bool = False) -> dict[str, tuple[dict, str]]:
+    """The components of ``recorded`` built at reduced depth (:data:`DEPTH_REDUCTIONS`; with ``cpu``,
+    :data:`CPU_DEPTH_REDUCTIONS` laid over them), with why."""
+    hub_id = recorded.get("hub_id", "")
+    return {**DEPTH_REDUCTIONS.get(hub_id, {}), **(CPU_DEPTH_REDUCTIONS.get(hub_id, {}) if cpu else {})}
+
+
+def _reduced(recorded: dict, reduced: dict | None) -> dict:
+    """component -> config values laid over the recorded ones: ``reduced`` (a target's recipe), or
+    :data:`DEPTH_REDUCTIONS`' where None."""
+    if reduced is None:
+        return {name: overrides for name, (overrides, _) in depth_reductions(recorded).items()}
+    return reduced
 
 
 def _component(spec: dict, overrides: dict):
@@ -348,7 +389,7 @@ def _component(spec: dict, overrides: dict):
     return getattr(transformers, spec["class"])(transformers.AutoConfig.for_model(model_type, **config))
 
 
-def _diffusers_parts(recorded: dict, meta: bool = False) -> dict:
+def _diffusers_parts(recorded: dict, meta: bool = False, reduced: dict | None = None) -> dict:
     """The pipeline's models from its recorded configs: SD 1.x and 2.x record ``unet``, ``vae`` and
     ``text_encoder``; SDXL and SD 3 their ``components`` (each a class and its config), some at reduced
     depth (:func:`depth_reductions`)."""
@@ -358,9 +399,8 @@ def _diffusers_parts(recorded: dict, meta: bool = False) -> dict:
 
     def parts():
         if "components" in recorded:
-            reduced = depth_reductions(recorded)
-            return {name: _component(spec, reduced.get(name, ({}, ""))[0])
-                    for name, spec in recorded["components"].items()}
+            overrides = _reduced(recorded, reduced)
+            return {name: _component(spec, overrides.get(name, {})) for name, spec in recorded["components"].items()}
         return {"unet": UNet2DConditionModel(**recorded["unet"]), "vae": AutoencoderKL(**recorded["vae"]),
                 "text_encoder": CLIPTextModel(CLIPTextConfig(**recorded["text_encoder"]))}
 
@@ -402,7 +442,8 @@ def _build_diffusers(target: Target, directory: Path, work: Path) -> None:
     recorded = target.recipe["recorded"]
     scheduler = getattr(diffusers, recorded["scheduler_class"])(**recorded["scheduler"])
     pipeline_class = getattr(diffusers, recorded["pipeline_class"])
-    arguments = {**_diffusers_parts(recorded), **_diffusers_tokenizers(recorded, work), "scheduler": scheduler,
+    arguments = {**_diffusers_parts(recorded, reduced=target.recipe.get("reduced", {})),
+                 **_diffusers_tokenizers(recorded, work), "scheduler": scheduler,
                  **(recorded.get("pipeline_options") or {})}
     accepted = inspect.signature(pipeline_class.__init__).parameters
     if "safety_checker" in accepted:  # SD 1.x and 2.x: none, as the book loads them (no checker biasing the shares)
@@ -540,22 +581,23 @@ def _recorded_image_processor(recorded: dict):
     return getattr(transformers, recorded["image_processor"]["class"])(**_values(recorded, "image_processor"))
 
 
-def vision_language_model(recorded: dict, meta: bool = False):
+def vision_language_model(recorded: dict, meta: bool = False, reduced: dict | None = None):
     """A generative vision-language checkpoint's class from its recorded config, at full width and at the depth
-    :data:`DEPTH_REDUCTIONS` gives its ``text_config`` or ``vision_config``; its image token id set from the
-    processor the mirror writes (as the hub checkpoint's config names its tokenizer's)."""
-    reduced = depth_reductions(recorded)
+    ``reduced`` (a target's recipe; None: :data:`DEPTH_REDUCTIONS`) gives its ``text_config`` or
+    ``vision_config``; its image token id set from the processor the mirror writes (as the hub checkpoint's
+    config names its tokenizer's)."""
+    overrides = _reduced(recorded, reduced)
     config = dict(recorded["config"])
     for part in ("text_config", "vision_config"):
-        if part in reduced:
-            config[part] = {**config[part], **reduced[part][0]}
+        if part in overrides:
+            config[part] = {**config[part], **overrides[part]}
     return hub_model({**recorded, "config": config}, meta=meta)
 
 
 def _build_vision_language(target: Target, directory: Path, work: Path) -> None:
     recorded = target.recipe["recorded"]
     processor = vision_language_processor(recorded)
-    model = vision_language_model(recorded).to(stored_dtype(target))
+    model = vision_language_model(recorded, reduced=target.recipe.get("reduced", {})).to(stored_dtype(target))
     if recorded["config"]["model_type"] == "idefics3":  # SmolVLM: the <image> id of the tokenizer it is saved with
         model.config.image_token_id = processor.tokenizer.convert_tokens_to_ids("<image>")
         model.model.image_token_id = model.config.image_token_id
@@ -572,22 +614,44 @@ BUILDERS = {"transformers": _build_transformers, "diffusers": _build_diffusers, 
             "vision-language": _build_vision_language}
 
 
-def needed_bytes(target: Target) -> int:
-    """The checkpoint's size on disk (parameters and buffers in :func:`stored_dtype`, tied ones once), counted on
-    the meta device."""
+def _elements(target: Target) -> int:
+    """Parameters and buffers of the checkpoint (tied ones once), counted on the meta device."""
     if target.builder == "transformers":
         modules = [hub_model(target.recipe["recorded"], meta=True)]
     elif target.builder == "diffusers":
-        modules = list(_diffusers_parts(target.recipe["recorded"], meta=True).values())
+        modules = list(_diffusers_parts(target.recipe["recorded"], meta=True,
+                                        reduced=target.recipe.get("reduced", {})).values())
     elif target.builder == "open_clip":
         modules = [_open_clip_model(target.recipe["open_clip"], meta=True)]
     elif target.builder == "vision-language":
-        modules = [vision_language_model(target.recipe["recorded"], meta=True)]
+        modules = [vision_language_model(target.recipe["recorded"], meta=True, reduced=target.recipe.get("reduced", {}))]
     else:
         return 0
-    size = stored_dtype(target).itemsize
     tensors = {id(tensor): tensor for module in modules for tensor in module.state_dict(keep_vars=True).values()}
-    return sum(size * tensor.numel() for tensor in tensors.values())  # a tied tensor is saved once
+    return sum(tensor.numel() for tensor in tensors.values())  # a tied tensor is saved once
+
+
+def needed_bytes(target: Target) -> int:
+    """The checkpoint's size on disk (parameters and buffers in :func:`stored_dtype`, tied ones once)."""
+    return stored_dtype(target).itemsize * _elements(target)
+
+
+#: memory a build holds beside its model's weights: Python, torch and the libraries (measured: SDXL's 13.9 GB of
+#: float32 weights built at a peak of 15.2 GB resident, SmolLM2-1.7B's 6.85 GB at 8.1 GB; benchmarks/README.md)
+BUILD_OVERHEAD_BYTES = int(1.5e9)
+
+
+def build_memory_bytes(target: Target) -> int:
+    """The memory building ``target`` takes at its peak: its weights in float32, as they are initialised before
+    the cast to :func:`stored_dtype`, and :data:`BUILD_OVERHEAD_BYTES`."""
+    return 4 * _elements(target) + BUILD_OVERHEAD_BYTES
+
+
+def available_memory_bytes() -> int:
+    """Memory available to a new process now (psutil's ``available``)."""
+    import psutil
+
+    return psutil.virtual_memory().available
 
 
 def read_manifest(root: Path) -> dict:
@@ -598,7 +662,7 @@ def read_manifest(root: Path) -> dict:
 def build_mirror(root: str | Path, targets: Iterable[Target], progress: bool = True) -> list[dict]:
     """Build the checkpoints of ``targets`` into ``root/hub``; one report row per target: ``spec``,
     ``repo``, ``status`` (built, kept: built before from the same recipe, cannot build), ``gb`` and
-    ``reason``. Checks the free disk before writing anything."""
+    ``reason``. Checks the free disk and the available memory before writing anything."""
     from tqdm import tqdm
 
     root = Path(root)
@@ -609,6 +673,15 @@ def build_mirror(root: str | Path, targets: Iterable[Target], progress: bool = T
     todo = [t for t in targets if t.builder and not (entries.get(t.repo_id, {}).get("key") == t.key
                                                    and _snapshot(hub, t).exists())]
     sizes = {t.repo_id: needed_bytes(t) for t in todo}
+    memory = {t.repo_id: build_memory_bytes(t) for t in todo}
+    available = available_memory_bytes()
+    if memory and max(memory.values()) > available:  # checkpoints are built one at a time
+        listed = "; ".join(f"{repo} {need / 1e9:.1f} GB" + (" (too much)" if need > available else "")
+                           for repo, need in memory.items())
+        raise MemoryError(f"build_mirror: building a checkpoint holds its weights in float32; the largest needs "
+                          f"{max(memory.values()) / 1e9:.1f} GB of memory ({listed}) and {available / 1e9:.1f} GB is "
+                          "available. Close other work, or build the others with --only SPEC (and the rest on a "
+                          "larger machine); nothing was written.")
     root.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(root).free
     if sum(sizes.values()) * 1.1 > free:

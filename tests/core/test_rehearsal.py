@@ -100,6 +100,19 @@ def test_sizes_are_counted_without_allocating_and_a_full_disk_stops_before_anyth
     assert not (tmp_path / "mirror" / "hub").exists()
 
 
+def test_too_little_memory_for_a_checkpoint_stops_before_anything_is_written(full_targets, tmp_path, monkeypatch):
+    """A build initialises its weights in float32 before casting them to the stored dtype: SmolLM2-1.7B, stored in
+    bfloat16, needs 4 x 1,711,376,384 bytes and the overhead; with 5 GB available the build names it, and what
+    each model needs, before writing anything."""
+    smollm, clip = full_targets["HuggingFaceTB/SmolLM2-1.7B-Instruct"], full_targets["openai/clip-vit-base-patch32"]
+    assert rehearsal.build_memory_bytes(smollm) == 4 * 1_711_376_384 + rehearsal.BUILD_OVERHEAD_BYTES
+    monkeypatch.setattr(rehearsal, "available_memory_bytes", lambda: int(5e9))
+    with pytest.raises(MemoryError, match=r"the largest needs 8\.3 GB of memory \(openai/clip-vit-base-patch32 2\.1 GB; "
+                                          r"HuggingFaceTB/SmolLM2-1\.7B-Instruct 8\.3 GB \(too much\)\) and 5\.0 GB is "
+                                          r"available\. .*--only SPEC.*nothing was written"):
+        rehearsal.build_mirror(tmp_path / "mirror", [clip, smollm], progress=False)
+    assert not (tmp_path / "mirror").exists()
+
 def test_stand_in_tokenizers_cover_any_text_within_the_models_tables(tmp_path):
     from transformers import RobertaTokenizer, XLMRobertaTokenizer
 
@@ -151,6 +164,44 @@ def test_the_generative_checkpoints_get_processors_that_read_any_text_and_name_t
     assert llava.config.text_config.num_hidden_layers == 4 and llava.config.text_config.hidden_size == 4096
     assert 1.3e9 < sum(p.numel() for p in llava.parameters()) < 1.5e9
 
+
+
+def test_the_cpu_mirror_builds_the_generative_models_shallow_at_full_width_under_their_own_revisions():
+    """``rehearsal build --cpu``: LLaVA, Qwen2-VL and SmolVLM at the depths CPU_DEPTH_REDUCTIONS gives, every width
+    as recorded, each under a revision of its own (the book's caches never mix them with full-depth weights); the
+    other checkpoints are the same targets as without it. LLaVA's count against the closed form: a Llama layer of
+    width 4096 and MLP 11008 holds 4*4096^2 + 3*4096*11008 + 2*4096 parameters, a CLIP ViT-L layer
+    4*(1024^2 + 1024) + 2*1024*4096 + 4096 + 1024 + 4*1024."""
+    from vlbias.models.conversion import recorded_hf_config
+
+    specs = {spec: ["01d_generative_markedness"] for spec in (
+        "llava-hf/llava-1.5-7b-hf", "Qwen/Qwen2-VL-2B-Instruct", "HuggingFaceTB/SmolVLM-256M-Instruct",
+        "openai/clip-vit-base-patch32")}
+    deep = {t.spec: t for t in rehearsal.mirror_targets(specs)}
+    shallow = {t.spec: t for t in rehearsal.mirror_targets(specs, cpu=True)}
+    assert shallow["openai/clip-vit-base-patch32"].key == deep["openai/clip-vit-base-patch32"].key
+    depths = {"llava-hf/llava-1.5-7b-hf": (1, 2), "Qwen/Qwen2-VL-2B-Instruct": (1, 1),
+              "HuggingFaceTB/SmolVLM-256M-Instruct": (1, 1)}
+    for spec, (text_layers, vision_layers) in depths.items():
+        assert shallow[spec].revision != deep[spec].revision, spec
+        assert "rehearsal build --cpu" in shallow[spec].reason and "--cpu" not in deep[spec].reason, spec
+        recorded = recorded_hf_config(spec)
+        model = rehearsal.vision_language_model(recorded, meta=True, reduced=shallow[spec].recipe["reduced"])
+        text, vision = model.config.text_config, model.config.vision_config
+        assert text.num_hidden_layers == text_layers, spec
+        assert (vision.depth if spec.startswith("Qwen") else vision.num_hidden_layers) == vision_layers, spec
+        assert text.hidden_size == recorded["config"]["text_config"]["hidden_size"], spec
+        assert text.vocab_size == recorded["config"]["text_config"]["vocab_size"], spec
+        for key in ("hidden_size", "embed_dim", "intermediate_size"):
+            if key in recorded["config"]["vision_config"]:
+                assert getattr(vision, key) == recorded["config"]["vision_config"][key], (spec, key)
+        if spec.startswith("llava"):
+            full = rehearsal.vision_language_model(recorded, meta=True)  # DEPTH_REDUCTIONS: 4 text layers, 24 vision
+            llama_layer = 4 * 4096 ** 2 + 3 * 4096 * 11008 + 2 * 4096
+            clip_layer = 4 * (1024 ** 2 + 1024) + 2 * 1024 * 4096 + 4096 + 1024 + 4 * 1024
+            count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+            assert count(full) - count(model) == 3 * llama_layer + 22 * clip_layer
+        assert rehearsal.needed_bytes(shallow[spec]) < rehearsal.needed_bytes(deep[spec]) / 2, spec
 
 @pytest.mark.slow
 def test_a_generative_checkpoint_of_the_mirror_scores_and_generates_through_the_unchanged_spec_path(tmp_path):
@@ -312,6 +363,7 @@ def test_the_rehearsal_banner_says_its_numbers_mean_nothing():
 
     banner = book.profile_banner("rehearsal", details="ViT-B-32/openai").data
     assert "Rehearsal: random weights, small data" in banner and "Its numbers mean nothing" in banner
+    assert "reduced depth" in banner and "rehearsal list" in banner  # LLaVA's and SD 3's, and with --cpu the VLMs'
 
 
 #: the rehearsal's slice that CI runs (issue 24: "a part of it that fits in 6 minutes"): the notebooks whose
