@@ -43,12 +43,12 @@ def files_identity(files: Sequence[str | Path]) -> str:
 
 
 class FileImages:
-    """Image files as a lazy sequence: indexing opens a file as RGB, nothing is held; ``identity``
-    (:func:`files_identity`) names them in cache keys by their bytes."""
+    """Image files as a lazy sequence: indexing opens a file as RGB, nothing is held; ``identity`` names
+    them in cache keys, by default by their bytes (:func:`files_identity`)."""
 
-    def __init__(self, files: Sequence[str | Path]):
+    def __init__(self, files: Sequence[str | Path], identity: str | None = None):
         self.files = [Path(f) for f in files]
-        self.identity = files_identity(self.files)
+        self.identity = files_identity(self.files) if identity is None else identity
 
     def __len__(self) -> int:
         return len(self.files)

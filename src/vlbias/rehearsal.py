@@ -647,13 +647,6 @@ def build_memory_bytes(target: Target) -> int:
     return 4 * _elements(target) + BUILD_OVERHEAD_BYTES
 
 
-def available_memory_bytes() -> int:
-    """Memory available to a new process now (psutil's ``available``)."""
-    import psutil
-
-    return psutil.virtual_memory().available
-
-
 def read_manifest(root: Path) -> dict:
     path = Path(root) / MANIFEST
     return json.loads(path.read_text()) if path.exists() else {}
@@ -674,7 +667,9 @@ def build_mirror(root: str | Path, targets: Iterable[Target], progress: bool = T
                                                    and _snapshot(hub, t).exists())]
     sizes = {t.repo_id: needed_bytes(t) for t in todo}
     memory = {t.repo_id: build_memory_bytes(t) for t in todo}
-    available = available_memory_bytes()
+    from .runner import available_memory_gb
+
+    available = available_memory_gb() * 1e9
     if memory and max(memory.values()) > available:  # checkpoints are built one at a time
         listed = "; ".join(f"{repo} {need / 1e9:.1f} GB" + (" (too much)" if need > available else "")
                            for repo, need in memory.items())

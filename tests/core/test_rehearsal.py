@@ -106,7 +106,9 @@ def test_too_little_memory_for_a_checkpoint_stops_before_anything_is_written(ful
     each model needs, before writing anything."""
     smollm, clip = full_targets["HuggingFaceTB/SmolLM2-1.7B-Instruct"], full_targets["openai/clip-vit-base-patch32"]
     assert rehearsal.build_memory_bytes(smollm) == 4 * 1_711_376_384 + rehearsal.BUILD_OVERHEAD_BYTES
-    monkeypatch.setattr(rehearsal, "available_memory_bytes", lambda: int(5e9))
+    from vlbias import runner
+
+    monkeypatch.setattr(runner, "available_memory_gb", lambda: 5.0)
     with pytest.raises(MemoryError, match=r"the largest needs 8\.3 GB of memory \(openai/clip-vit-base-patch32 2\.1 GB; "
                                           r"HuggingFaceTB/SmolLM2-1\.7B-Instruct 8\.3 GB \(too much\)\) and 5\.0 GB is "
                                           r"available\. .*--only SPEC.*nothing was written"):

@@ -168,18 +168,17 @@ def label_image_files(model: ImageTextModel, files: Sequence[str | Path], prompt
 def dual_encoder_file_scores(model: ImageTextModel, files: Sequence[str | Path],
                              prompts: Mapping[str, str | Sequence[str]], batch_size: int = 32, chunk: int = 256,
                              progress: bool = True) -> pd.DataFrame:
-    """A dual encoder's zero-shot scores of image files (:func:`zero_shot_scores`), from its image embeddings,
-    cached per chunk of ``chunk`` files and named
-    by the files' bytes (:func:`vlbias.embeddings.embed_images`), so that a rerun, or another notebook labelling
-    the same images (05a's model card after 04b and 04c), reads them instead of encoding again. The images are
-    encoded in the same batches, and the prompts at the batch size, that :meth:`~vlbias.models.base.ImageTextModel.score`
-    uses: the scores equal :func:`zero_shot_scores` on the opened images, and :func:`label_image_files`' labels
-    its labels."""
+    """A dual encoder's zero-shot scores of image files (:func:`zero_shot_scores`) from its image embeddings,
+    cached per chunk of ``chunk`` files and named by the files' bytes (:func:`vlbias.embeddings.embed_images`),
+    so that a rerun, or another notebook labelling the same images (05a's model card after 04b and 04c), reads
+    them instead of encoding again. The images are encoded in the batches, and the prompts at the batch size,
+    that :meth:`~vlbias.models.base.ImageTextModel.score` uses: the scores equal :func:`zero_shot_scores` on
+    the images opened ``chunk`` at a time, and :func:`label_image_files` takes its labels from them."""
     from ..embeddings import FileImages, embed_images, embed_texts
 
     lists = _prompt_lists(prompts)
     texts = [text for value in lists.values() for text in value]
-    images = embed_images(model, FileImages([Path(f) for f in files]), batch_size=batch_size, chunk_size=chunk, progress=progress)
+    images = embed_images(model, FileImages(files), batch_size=batch_size, chunk_size=chunk, progress=progress)
     prompts_embedded = embed_texts(model, texts, batch_size=max(batch_size, 256), progress=False)
     return _label_means(images @ prompts_embedded.T, lists)
 

@@ -25,6 +25,7 @@ from filelock import FileLock, Timeout
 from tqdm import tqdm  # text bars: widgets would need ipywidgets
 
 from ..cache import write_atomically
+from ..embeddings import FileImages
 from ..models.base import TextToImageModel
 
 MANIFEST = "manifest.csv"
@@ -329,8 +330,9 @@ def _trained_key(spec: str) -> str | None:
     return None if recipe.target is None else Path(recipe.target(**options)).name.rsplit("-", 1)[-1]
 
 
-class ImageFiles:
-    """The images of a manifest as a lazy sequence: indexing opens files (RGB), nothing is held.
+class ImageFiles(FileImages):
+    """The images of a manifest as a lazy sequence (:class:`~vlbias.embeddings.FileImages`): indexing opens
+    files (RGB), nothing is held.
 
     ``identity`` names the images for embedding caches by what produced them (model, prompt,
     seed and settings of every row), so a regenerated identical run reuses its embeddings.
@@ -338,25 +340,12 @@ class ImageFiles:
 
     def __init__(self, manifest: pd.DataFrame, out_dir: str | Path):
         self.out_dir = Path(out_dir)
-        self.files = list(manifest["file"])
-        for name in self.files:
+        names = list(manifest["file"])
+        for name in names:
             _check_file_name(name, self.out_dir)
         recipe = manifest.drop(columns=["job_id", "file"], errors="ignore").to_csv(index=False)
-        self.identity = f"t2i-images/{len(self.files)}@{hashlib.sha256(recipe.encode()).hexdigest()[:16]}"
-
-    def __len__(self) -> int:
-        return len(self.files)
-
-    def _open(self, name: str):
-        from PIL import Image
-
-        with Image.open(self.out_dir / name) as image:
-            return image.convert("RGB")
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self._open(name) for name in self.files[index]]
-        return self._open(self.files[index])
+        super().__init__([self.out_dir / name for name in names],
+                         identity=f"t2i-images/{len(names)}@{hashlib.sha256(recipe.encode()).hexdigest()[:16]}")
 
 
 def redraw_check(model: TextToImageModel, manifest: pd.DataFrame, out_dir: str | Path, n: int = 8,
