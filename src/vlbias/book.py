@@ -53,7 +53,7 @@ def banner_kind(specs) -> str:
     return "real"
 
 
-def profile_banner(profile: str, details: str = "", models: str | None = None, specs=()) -> object:
+def profile_banner(profile: str, details: str = "", models: str | None = None, specs=(), power=()) -> object:
     """An admonition stating where this page's numbers come from; display it near the top.
 
     ``models`` says what the demo profile ran: ``"random"`` (tiny random models, fixtures),
@@ -61,6 +61,9 @@ def profile_banner(profile: str, details: str = "", models: str | None = None, s
     generated world with planted causes: the banner then says, per spec of ``specs``, what it is
     and which causes it plants). Without ``models`` it follows from ``specs`` (:func:`banner_kind`),
     and is ``"random"`` when no specs are given either.
+    ``power`` (:func:`page_power`: the page's declared :class:`vlbias.stages.Power` lines) adds what the
+    page can detect: each planted contrast's effect, sample size and power, and, before anything else
+    on it, where a contrast falls short of the power required, the sample size it would need.
     Rendered as HTML with Sphinx's admonition classes, so it looks the same in Jupyter and in the
     built book.
     """
@@ -98,7 +101,40 @@ def profile_banner(profile: str, details: str = "", models: str | None = None, s
     else:
         kind, title = "note", f"Profile: {html.escape(profile)}"
         body = f"Numbers on this page were computed in this run with: {details}."
-    return HTML(f'<div class="admonition {kind}"><p class="admonition-title">{title}</p><p>{body}</p></div>')
+    return HTML(f'<div class="admonition {kind}"><p class="admonition-title">{title}</p><p>{body}</p>'
+                f'{power_html(power)}</div>')
+
+
+def page_power(name: str, namespace) -> list:
+    """The :class:`vlbias.stages.Power` lines notebook ``name`` declares, at the parameters it runs with
+    (``namespace``: its variables, ``globals()`` in the notebook); ``[]`` for a page that declares none."""
+    from .plan import declaration
+
+    found = declaration(name).power
+    return [] if found is None else found(namespace)
+
+
+def power_html(power) -> str:
+    """The banner's power section (HTML): a short paragraph per contrast, the shortfalls first."""
+    from .stages import REQUIRED_POWER
+
+    power = list(power)
+    if not power:
+        return ""
+    short = [line for line in power if not line.enough]
+    text = ""
+    if short:
+        text += "".join(
+            f"<p><b>This page cannot reach power {REQUIRED_POWER:g} for: {html.escape(line.claim)}.</b> At "
+            f"{html.escape(line.n_text)} its power to detect {html.escape(line.effect_text)} is {line.power:.2f}; it "
+            f"would need {line.needed:,} where it has {line.n:,}" + (f" ({html.escape(line.why)})" if line.why else "")
+            + ". A verdict of no effect there is weak evidence.</p>" for line in short)
+    items = "".join(
+        f"<li>{html.escape(line.claim)}: {html.escape(line.effect_text)}, at {html.escape(line.n_text)}: power "
+        f"<b>{line.power:.2f}</b> ({html.escape(line.method)})</li>" for line in power)
+    return (text + "<p><b>Power</b>: the chance, at α = 0.05, that a claim's interval lies beyond 0 when the effect "
+            "is as stated (on a planted page the interval of planted minus control):</p>"
+            f"<ul>{items}</ul>")
 
 
 def world_note(dataset) -> object:

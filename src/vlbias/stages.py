@@ -189,6 +189,48 @@ class StageDeclaration:
         return KINDS[self.kind]
 
 
+#: the power a planted page must reach for each contrast it tests
+REQUIRED_POWER = 0.9
+
+
+@dataclass(frozen=True)
+class Power:
+    """The power of one planted claim's contrast (planted minus control) at a page's sample size, at
+    α = 0.05: the chance its interval lies beyond 0 when the planted effect is ``effect``.
+
+    ``effect_text`` says what the effect is and where its size comes from; ``n`` and ``n_text`` the
+    sample size it rests on ("720 pictures per race"); ``method`` how the power was computed ("closed
+    form", "simulation of 2,000 studies from the world's parameters"); ``needed``: the ``n`` that would
+    reach :data:`REQUIRED_POWER`, where this one does not; ``why``: why the page runs at ``n`` all the
+    same (the demo's speed limit)."""
+
+    claim: str
+    effect: float
+    effect_text: str
+    n: int
+    n_text: str
+    power: float
+    method: str
+    needed: int | None = None
+    why: str = ""
+
+    @property
+    def enough(self) -> bool:
+        return self.power >= REQUIRED_POWER
+
+
+def power_line(claim: str, effect: float, effect_text: str, n: int, n_text: str, se: float, method: str,
+               why: str = "") -> Power:
+    """A :class:`Power` from a standard error ``se`` of the contrast at ``n`` (shrinking as 1/√n): the
+    closed-form normal power (:func:`vlbias.stats.normal_power`) and, below :data:`REQUIRED_POWER`, the
+    ``n`` that would reach it (:func:`vlbias.stats.needed_size`)."""
+    from .stats import needed_size, normal_power
+
+    power = normal_power(effect, se)
+    needed = None if power >= REQUIRED_POWER else needed_size(effect, se, n, REQUIRED_POWER)
+    return Power(claim, effect, effect_text, n, n_text, power, method, needed, why)
+
+
 @dataclass(frozen=True)
 class NotebookDeclaration:
     """What a notebook reads and computes (see the module docstring).
@@ -214,6 +256,9 @@ class NotebookDeclaration:
     #: spec in parameter ``LIST``, with parameter ``ONE`` set to that spec, each run a page of its
     #: own (:func:`vlbias.paths.instance_page`); ``()``: one run, one page
     per_spec: tuple[str, ...] = ()
+    #: ``power(parameters) -> [Power]``: for a page that judges a planted cause against its control, the
+    #: power of each contrast at the sample size its parameters give (shown in its banner; ``plan`` lists it)
+    power: Callable[[Parameters], list[Power]] | None = None
 
     def __post_init__(self):
         if self.per_spec and (len(self.per_spec) != 2 or self.per_spec[0] not in self.model_parameters

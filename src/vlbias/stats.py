@@ -3,6 +3,7 @@ measures is :mod:`vlbias.metrics`)."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -230,3 +231,138 @@ def cohen_kappa(first: Sequence, second: Sequence) -> float:
     pb = b.value_counts(normalize=True).reindex(categories, fill_value=0)
     expected = float((pa * pb).sum())
     return float("nan") if expected == 1.0 else (observed - expected) / (1.0 - expected)
+
+
+# --------------------------------------------------------------------------- contrasts with a control, and power
+# A planted cause counts only against its control (vlbias.findings): a claim's statistic on the planted model
+# and on its control, resampled together where they share their items (the same pictures or prompts), apart
+# where they do not, and the power to detect a planted effect of a given size.
+
+def stratified_weights(strata, n_boot: int, seed: int | None = 0) -> np.ndarray:
+    """``(n_boot, n)`` bootstrap counts: each replicate resamples every stratum's items with replacement,
+    keeping the stratum's size (``strata``: one label per item; the groups a design fixes, such as the
+    race × gender × age cells of a data set, stay the size they are). Row sums equal ``n``."""
+    labels = np.asarray(strata)
+    if labels.ndim != 1 or labels.size == 0:
+        raise ValueError(f"strata must give one label per item (a 1-D array of at least one), got shape {labels.shape}")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be at least 1, got {n_boot}")
+    _, codes = np.unique(labels, return_inverse=True)
+    rng = np.random.default_rng(seed)
+    weights = np.zeros((n_boot, labels.size), dtype=np.int32)
+    for code in range(codes.max() + 1):
+        items = np.flatnonzero(codes == code)
+        weights[:, items] = rng.multinomial(items.size, np.full(items.size, 1.0 / items.size), size=n_boot)
+    return weights
+
+
+def _percentile(replicates: np.ndarray, confidence: float) -> tuple[float, float]:
+    values = np.asarray(replicates, dtype=float)
+    values = values[np.isfinite(values)]
+    if values.size < 2:
+        return float("nan"), float("nan")
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(values, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def bootstrap_contrast(planted, control=None, strata=None, control_strata=None, n_boot: int = 1000,
+                       confidence: float = 0.95, seed: int | None = 0, items: str = "items"):
+    """A claim's statistic on a planted model and on its control, and their difference, with percentile
+    bootstrap intervals: ``(planted, control, contrast)`` as :class:`vlbias.findings.Estimate` s (the last two
+    ``None`` without ``control``).
+
+    ``planted`` and ``control`` are functions of a ``(B, n)`` matrix of item weights returning ``B`` values
+    (the statistic computed with each item counted that often; one row of ones is the sample itself).
+    ``strata`` labels the planted model's items for :func:`stratified_weights`. With ``control_strata``
+    None the two share their items (the same pictures, in the same order) and each replicate weights both
+    alike: a **paired** bootstrap, in which what the items share cancels from the difference. Given
+    ``control_strata``, the control's items are others (another world's pictures) and are resampled
+    apart: an **independent** bootstrap. ``items`` names the items for the intervals' description."""
+    from .findings import Estimate
+
+    strata = np.asarray(strata)
+    n = strata.size
+    own = stratified_weights(strata, n_boot, seed)
+    point = lambda statistic, size: float(np.asarray(statistic(np.ones((1, size), dtype=np.int32)))[0])  # noqa: E731
+    planted_values = np.asarray(planted(own), dtype=float)
+    paired = control_strata is None
+    kind = "paired" if paired else "independent"
+    how = f"{kind} bootstrap over {n:,} {items}" + ("" if paired else f" and the control's {np.asarray(control_strata).size:,}") \
+        + f", {n_boot:,} draws, {confidence:.0%}"
+    estimate = Estimate(point(planted, n), *_percentile(planted_values, confidence), how=how)
+    if control is None:
+        return estimate, None, None
+    if paired:
+        control_values, size = np.asarray(control(own), dtype=float), n
+    else:
+        size = np.asarray(control_strata).size
+        control_values = np.asarray(control(stratified_weights(control_strata, n_boot, None if seed is None else seed + 1)),
+                                    dtype=float)
+    control_estimate = Estimate(point(control, size), *_percentile(control_values, confidence), how=how)
+    difference = Estimate(estimate.value - control_estimate.value,
+                          *_percentile(planted_values - control_values, confidence), how=how)
+    return estimate, control_estimate, difference
+
+
+def weighted_rates(weights: np.ndarray, hits, members) -> np.ndarray:
+    """Per replicate (a row of ``weights``), the share of ``hits`` among the items ``members`` selects:
+    the rate of a group under bootstrap weights (NaN where the group has no weight)."""
+    hits, members = np.asarray(hits, dtype=float), np.asarray(members, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (weights @ (hits * members)) / (weights @ members)
+
+
+def weighted_self_similarity(weights: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """Per replicate, the mean cosine over pairs of distinct items of ``unit`` (rows of unit length), each
+    item counted as often as its weight: ``(|Σ w_i x_i|² − Σ w_i²) / ((Σ w_i)² − Σ w_i²)``. With every
+    weight 1 it is :func:`self_similarity`; an item drawn twice is never paired with itself."""
+    weights = np.asarray(weights, dtype=float)
+    total = weights @ unit
+    squares = (weights ** 2).sum(axis=1)
+    size = weights.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (np.einsum("bd,bd->b", total, total) - squares) / (size ** 2 - squares)
+
+
+def normal_power(effect: float, se: float, alpha: float = 0.05) -> float:
+    """The power of a two-sided test at level ``alpha`` of a statistic whose sampling distribution is
+    normal with standard error ``se``, when its true value is ``effect``: the chance its 1 − ``alpha``
+    interval lies beyond 0 on ``effect``'s side (the other side, vanishingly rare, is not counted)."""
+    if not se > 0:
+        raise ValueError(f"se must be positive, got {se!r}")
+    z = _stats.norm.ppf(1 - alpha / 2)
+    return float(_stats.norm.cdf(abs(effect) / se - z))
+
+
+def needed_size(effect: float, se: float, size: int, power: float = 0.9, alpha: float = 0.05) -> int:
+    """The sample size at which a standard error of ``se`` at ``size`` (shrinking as 1/√n) gives
+    :func:`normal_power` ``power`` against ``effect``."""
+    if not effect:
+        raise ValueError("effect must not be 0: no sample size detects no effect")
+    z = _stats.norm.ppf(1 - alpha / 2) + _stats.norm.ppf(power)
+    return int(math.ceil(size * (se * z / abs(effect)) ** 2))
+
+
+def rate_contrast_se(*groups: tuple[float, float]) -> float:
+    """The standard error of a sum or difference of independent proportions, each ``(rate, n)``:
+    ``√Σ p(1 − p)/n``. A contrast of two models' gaps on the same items is no less precise than this
+    when their answers on an item go together, so it is the conservative choice for a paired design."""
+    total = 0.0
+    for rate, size in groups:
+        if not 0 <= rate <= 1 or size <= 0:
+            raise ValueError(f"each group is (rate in [0, 1], size > 0), got {(rate, size)}")
+        total += rate * (1 - rate) / size
+    return math.sqrt(total)
+
+
+def simulated_power(simulate, n_sim: int = 1000, seed: int | None = 0) -> float:
+    """The share of ``n_sim`` simulated studies whose interval excludes 0 on the planted side:
+    ``simulate(rng) -> (low, high)`` runs one study from the world's parameters and returns its
+    interval for the planted effect (positive when recovered)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n_sim):
+        low, _ = simulate(rng)
+        hits += bool(low > 0)
+    return hits / n_sim

@@ -34,6 +34,9 @@ class TrainedRecipe:
     target: Callable[..., Path] | None = None
     #: explain(**options) -> one sentence saying what the model is and which causes its world plants
     explain: Callable[..., str] | None = None
+    #: plants(**options) -> {cause key: the cause in words}: the causes behind the papers' claims that this
+    #: recipe's world or training plants, in the vocabulary the parts' claims name (``vlbias.findings.Claim``)
+    plants: Callable[..., dict[str, str]] | None = None
 
 
 TRAINED_RECIPES: dict[str, TrainedRecipe] = {}
@@ -41,13 +44,13 @@ TRAINED_RECIPES: dict[str, TrainedRecipe] = {}
 
 def register_trained(name: str, kind: str, defaults: dict, description: str = "",
                      pipeline_class: Callable[[], type] | None = None, target: Callable[..., Path] | None = None,
-                     explain: Callable[..., str] | None = None):
+                     explain: Callable[..., str] | None = None, plants: Callable[..., dict[str, str]] | None = None):
     """Decorator registering ``build(**options) -> directory`` as the recipe of ``trained:<name>``."""
 
     def decorator(build: Callable[..., Path]) -> Callable[..., Path]:
         TRAINED_RECIPES[name] = TrainedRecipe(name, kind, dict(defaults), build,
                                               description or (build.__doc__ or "").strip(), pipeline_class, target,
-                                              explain)
+                                              explain, plants)
         return build
 
     return decorator
@@ -105,6 +108,17 @@ def describe_trained(body: str) -> str:
     if recipe.explain is not None:
         return recipe.explain(**options)
     return recipe.description.split("\n")[0]
+
+
+def planted_causes(spec) -> dict[str, str]:
+    """The causes behind the papers' claims that the model ``spec`` names was trained with, ``{key: the
+    cause in words}`` (its recipe's ``plants``): empty for a recipe that plants none, and for any model not
+    trained here (the papers' own, a real model), whose world nobody planted."""
+    text = str(spec or "")
+    if not text.startswith("trained:"):
+        return {}
+    recipe, options = trained_options(text.partition(":")[2])
+    return {} if recipe.plants is None else dict(recipe.plants(**options))
 
 
 def trained_checkpoint(body: str) -> Path:
