@@ -93,3 +93,16 @@ def test_planted_signal_unmarked_gap_follows_the_reporting_gap(demo_cache):
     control = gaps[gaps["control"]].iloc[0]
     assert sweep["ci_low_pp"].iloc[-1] > 0 and sweep["seed_min"].iloc[-1] > control["seed_max"]
     assert control["ci_low_pp"] < 0 < control["ci_high_pp"]
+    # the planted signal is the contrast with the control: seed by seed, the widest reporting gap's unmarked
+    # gap exceeds the control's, as the page's box computes it (whose t interval across three seeds is wide:
+    # its banner says how many seeds the contrast needs)
+    from vlbias.markedness import findings as mk_findings
+
+    per_seed = result["by_seed"]["gaps"].pivot_table(index="seed", columns="condition", values="gap_pp")
+    widest = sweep.index[-1]
+    assert (per_seed[widest] - per_seed[control.name] > 0).all(), per_seed
+    found = mk_findings.reporting_findings(result["gaps"], result["by_seed"]["gaps"], None,
+                                           mk_findings.reporting_specs(conditions))
+    assert found[0].estimates["contrast"].value == pytest.approx((per_seed[widest] - per_seed[control.name]).mean())
+    assert found[0].verdict in ("recovered", "not recovered")
+    assert found[0].control_spec.startswith("trained:world-clip?red_named=0.5&blue_named=0.5&seed=0")

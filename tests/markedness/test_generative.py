@@ -380,35 +380,30 @@ def test_readings_agreement_is_a_hand_worked_kappa():
         readings_agreement(flags, named.iloc[:3])
 
 
-def test_01d_findings_judge_planted_tables_and_refuse_the_sum_modes_age_column():
+def test_01d_findings_judge_the_descriptions_and_refuse_the_sum_modes_age_column():
     from vlbias.findings import Finding
-    from vlbias.markedness.findings import description_findings, likelihood_findings
+    from vlbias.markedness.findings import Sample, description_findings, likelihood_findings
+    from vlbias.markedness.groups import AGES, GENDERS, RACES
 
-    def table(rates, n=100):
-        rows = [{"group": g, "n": n, "mentioned_%": r, "unmarked_%": r} for g, r in rates.items()]
-        for row in rows:
-            low, high = wilson(round(row["mentioned_%"] * n / 100), n)
-            row.update({"ci_low_%": 100 * low, "ci_high_%": 100 * high})
-        return pd.DataFrame(rows)
-
-    races = {"White": 10, "Black": 80, "Indian": 85}
-    ages = ["0-2", "20-29", "30-39", "60-69"]
-    records = pd.DataFrame({"age": np.repeat(ages, 50)})
-    named = pd.DataFrame({"age": np.r_[np.ones(50), np.zeros(100), np.ones(50)].astype(bool)})
-    found = description_findings({"race": table(races), "gender": table({"Female": 90, "Male": 5})}, records, named)
+    records = pd.DataFrame([(race, gender, age) for race in RACES for gender in GENDERS for age in AGES
+                            for _ in range(6)], columns=["race", "gender", "age"])
+    middle = records.age.isin(["20-29", "30-39", "40-49", "50-59"]).to_numpy()
+    # descriptions that leave White's race, Male's gender and the middle ages unnamed, and their reverse
+    unnamed = pd.DataFrame({"race": (records.race == "White").to_numpy(), "gender": (records.gender == "Male").to_numpy(),
+                            "age": middle})
+    found = description_findings("ViT-B-32/openai", Sample(records, flags=unnamed), n_boot=200)
     assert [f.verdict for f in found] == ["supports", "supports", "supports"]
     assert all(isinstance(f, Finding) and "not measured" in f.published for f in found)
-    reversed_found = description_findings({"race": table({"White": 95, "Black": 20, "Indian": 30}),
-                                           "gender": table({"Female": 5, "Male": 90})}, records, ~named)
+    assert found[0].ours == "+100.0 points (every resample the same)"  # an exact split: no spread to resample
+    reversed_found = description_findings("ViT-B-32/openai", Sample(records, flags=~unnamed), n_boot=200)
     assert [f.verdict for f in reversed_found] == ["contradicts", "contradicts", "contradicts"]
 
-    unmarked = {"race": table({"White": 90, "Black": 5, "Indian": 3}), "gender": table({"Female": 5, "Male": 80}),
-                "age": table({a: 50 for a in ages})}
-    flags = pd.DataFrame({"age": np.r_[np.zeros(50), np.ones(100), np.zeros(50)].astype(bool)})
-    mean = likelihood_findings(unmarked, records, flags, score="mean", age_continues_person=True)
+    mean = likelihood_findings("ViT-B-32/openai", Sample(records, flags=unnamed), score="mean",
+                               age_continues_person=True, n_boot=200)
     assert [f.verdict for f in mean] == ["supports", "supports", "supports"]
     assert all(f.published.startswith("CLIP (the paper)") for f in mean)
-    summed = likelihood_findings(unmarked, records, flags, score="sum", age_continues_person=True)
+    summed = likelihood_findings("ViT-B-32/openai", Sample(records, flags=unnamed), score="sum",
+                                 age_continues_person=True, n_boot=200)
     assert [f.verdict for f in summed] == ["supports", "supports", "cannot test"]
     assert "begins with the person prompt" in summed[2].ours
 

@@ -32,7 +32,12 @@ def test_self_similarity_page(demo_book):
     # weights: tests/markedness/test_planted_pages.py), and the findings box judges the paper's claim
     assert "**By race.** Highest self-similarity" in findings and "lowest: **" in findings
     assert "White images are the least self-similar of the seven races" in html
-    assert "planted reporting" in html and "uniform reporting (control)" in html
+    assert "planted: reporting and White variety" in html and "control: uniform reporting" in html
+    # the box: a row per control that removes one of the claim's two planted causes, each a contrast
+    assert "(against control: no extra White variety)" in html and "(against control: uniform reporting)" in html
+    assert "planted − control" in html and "claim is tested in the full profile" in html
+    # the banner's power, before any table
+    assert html.index("<b>Power</b>") < html.index("Table 1") and "1,080 pictures per race" in html
 
 
 @pytest.mark.slow
@@ -49,6 +54,10 @@ def test_markedness_page(demo_book):
     assert "the top of the ranking is beyond sampling noise" in findings.split("**By gender.**")[0]
     assert "**By gender.** Highest unmarked rate: **Male**" in findings
     assert "planted reporting: White highest" in findings
+    # the box judges each claim against the uniform control, on the same pictures
+    box = html[html.index("Findings: paper vs ours"):]
+    assert box.count("✔ recovered") == 3 and "supports" not in box and "contradicts" not in box
+    assert "The control has a gap of its own" in box  # the control's Male gap, which nothing planted explains
 
 
 @pytest.mark.slow

@@ -54,7 +54,10 @@ def test_planted_self_similarity_recovered_exactly(planted):
         # exact columns all recover it
         assert row.self_similarity == pytest.approx(rho, abs=1e-9)
         assert row["mean"] == pytest.approx(rho, abs=1e-9)
-        assert row.ci_low == pytest.approx(rho, abs=1e-9) and row.ci_high == pytest.approx(rho, abs=1e-9)
+        if row.n == row.sample_size:  # the smallest group, taken whole by every draw: exact, with no interval
+            assert np.isnan(row.ci_low) and np.isnan(row.ci_high) and row.interval == "exact: all 25 pictures"
+        else:
+            assert row.ci_low == pytest.approx(rho, abs=1e-9) and row.ci_high == pytest.approx(rho, abs=1e-9)
         assert row.exact_mean == pytest.approx(rho, abs=1e-9) and row.exact_sd == pytest.approx(0, abs=1e-6)
         assert row.sample_size == 25
 
@@ -256,8 +259,9 @@ def test_normal_and_monte_carlo_intervals_agree():
             assert simulated.ci_low.iloc[1] == pytest.approx(normal.ci_low.iloc[1], abs=0.1 * male_sd)
             assert simulated.ci_high.iloc[1] == pytest.approx(normal.ci_high.iloc[1], abs=0.1 * male_sd)
     auto = self_similarity_table(records, x, "gender", repetitions=100, monte_carlo_budget=100 * 120 * 8)
-    # Male keeps 120 of 300 (120 summed per draw: within budget); Female is kept whole (nothing drawn)
-    assert auto.interval.str.startswith("monte-carlo").tolist() == [True, True]
+    # Male keeps 120 of 300 (120 summed per draw: within budget); Female is kept whole (nothing drawn): exact
+    assert auto.interval.tolist()[0] == "exact: all 120 pictures" and np.isnan(auto.ci_low.iloc[0])
+    assert auto.interval.tolist()[1].startswith("monte-carlo")
     auto = self_similarity_table(records, x, "gender", repetitions=100, monte_carlo_budget=100 * 119 * 8)
     assert auto.interval.tolist()[1] == "normal (exact moments)"
 

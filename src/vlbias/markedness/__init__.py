@@ -16,7 +16,7 @@ _EXPORTS = {
     "self_similarity": ("self_similarity_by_group", "subset_self_similarity", "_row_sums", "draw_subsets",
         "balanced_draws", "GroupMoments", "group_moments", "CellMoments", "cell_moments", "_as_moments",
         "balanced_moments", "released_code_moments", "released_code_draws", "released_code_expectation",
-        "self_similarity_table", "_cells_by_group", "extremes", "self_similarity_by"),
+        "self_similarity_table", "_cells_by_group", "extremes", "self_similarity_by", "picture_spread"),
     "unmarked": ("is_unmarked", "unmarked_flags", "unmarked_rates", "unmarked_table", "prompt_sensitivity",
         "unmarked_by", "unmarked_columns", "unmarked_gap"),
     "significance": ("rate_gap_test", "self_similarity_gap_test", "headline_comparisons", "rate_gap_table",

@@ -184,3 +184,127 @@ def text_encoder_weat(model, tests: list[dict] | None = None, templates: Sequenc
     embed = sentence_embedder(encode, templates)
     return run_weat_battery(embed, tests, n_permutations, max_exact, seed, name=name or str(model.spec))
 
+
+
+# --------------------------------------------------------------------------- the planted models' controls
+# On the demo's face world a planted cause counts only against a control: the same recipe without that cause
+# (vlbias.findings). A control trained on captions of other reporting shares the page's pictures; one trained
+# on a world that draws its pictures otherwise (White pictures no more varied than the rest) is measured on
+# that world's held-out pictures, drawn at the page's sizes.
+
+#: the face world's options that set how many pictures it holds, not how it draws them
+_SIZES = ("train_per_cell", "val_per_cell")
+
+
+def control_data_root(data_root, model_spec: str, control_spec: str):
+    """The pictures ``control_spec`` is measured on beside ``model_spec``: the page's (``data_root``), unless
+    both are face-world recipes and the control's world draws otherwise (its ``world_*`` options differ,
+    sizes aside): then that world, at the page's sizes (``"world?val_per_cell=40&varied_race_variety=0.2"``)."""
+    from urllib.parse import parse_qsl, urlencode
+
+    from ..data.registry import is_world_root
+    from ..models.trained import trained_options
+
+    if not (is_world_root(data_root) and str(model_spec).startswith("trained:")
+            and str(control_spec).startswith("trained:")):
+        return data_root
+    _, model = trained_options(str(model_spec).partition(":")[2])
+    _, control = trained_options(str(control_spec).partition(":")[2])
+    drawn = {key.removeprefix("world_"): value for key, value in control.items()
+             if key.startswith("world_") and key.removeprefix("world_") not in _SIZES and model.get(key) != value}
+    if not drawn:
+        return data_root
+    query = dict(parse_qsl(str(data_root).partition("?")[2]))
+    query.update({key: str(value) for key, value in drawn.items()})
+    return "world?" + urlencode(query)
+
+
+def control_samples(control_specs, model_spec: str, data_root, split, padding, measure) -> dict:
+    """Each control's :class:`~vlbias.markedness.findings.Sample`: ``measure(spec, dataset)`` on the pictures
+    :func:`control_data_root` gives it (``split`` and ``padding`` as the page's), by spec. A control equal to
+    the model is kept (the box then says there is no contrast)."""
+    from ..data import load_dataset
+
+    found = {}
+    for spec in dict.fromkeys(control_specs or []):
+        dataset = load_dataset("fairface", root=control_data_root(data_root, model_spec, spec), split=split,
+                               padding=padding)
+        found[spec] = measure(spec, dataset)
+    return found
+
+
+def embedding_sample(spec: str, dataset, device=None, half: bool = False, batch_size: int = 128,
+                     decode_workers=None, progress: bool = False):
+    """``spec``'s image embeddings of ``dataset`` (cached, :func:`vlbias.embeddings.embed_images`) as a
+    :class:`~vlbias.markedness.findings.Sample` (01a's claims)."""
+    from ..embeddings import embed_images
+    from ..models import load_image_text_model
+    from .findings import Sample
+
+    model = load_image_text_model(spec, device=device, half=half)
+    embeddings = embed_images(model, dataset, batch_size=batch_size, decode_workers=decode_workers, progress=progress)
+    return Sample(dataset.records, embeddings=embeddings, identity=dataset.identity)
+
+
+def unmarked_sample(spec: str, dataset, prompts, person_prompt: str, device=None, half: bool = False,
+                    batch_size: int = 128, decode_workers=None, progress: bool = False):
+    """``spec``'s unmarked flags on ``dataset`` (:func:`vlbias.markedness.unmarked.unmarked_flags` of its cached
+    embeddings) as a :class:`~vlbias.markedness.findings.Sample` (01b's claims)."""
+    from ..embeddings import embed_images, embed_texts
+    from ..models import load_image_text_model
+    from .findings import Sample
+    from .unmarked import unmarked_flags
+
+    model = load_image_text_model(spec, device=device, half=half)
+    embeddings = embed_images(model, dataset, batch_size=batch_size, decode_workers=decode_workers, progress=progress)
+    flags = unmarked_flags(embeddings, lambda texts: embed_texts(model, texts, progress=False), prompts, person_prompt)
+    return Sample(dataset.records, flags=flags, identity=dataset.identity)
+
+
+def generative_samples(spec: str, images, records: pd.DataFrame, identity: str, prompts, person_prompt: str,
+                       score: str = "sum", likelihood_prompt: str | None = None, describe_prompt: str | None = None,
+                       max_new_tokens: int = 60, batch_size: int = 8, device=None, half: bool = False,
+                       progress: bool = False, model=None) -> tuple:
+    """01d's two readings of a generative model ``spec`` on the faces ``images`` (labels ``records``): the
+    :class:`~vlbias.markedness.findings.Sample` of its likelihood flags under ``score`` and that of the faces
+    whose description leaves each family unnamed, both named by ``identity`` (the same faces in the same
+    order: a control read on them is compared face by face). Cached as the page's own calls are; ``model``:
+    an already loaded model of ``spec``."""
+    from ..models.vision_language import load_vision_language_model
+    from .findings import Sample
+    from .generative import describe_images, likelihood_unmarked_flags, mentions
+
+    model = model if model is not None else load_vision_language_model(spec, device=device, half=half)
+    flags = likelihood_unmarked_flags(model, images, prompts, person_prompt, prompt=likelihood_prompt, score=score,
+                                      batch_size=batch_size, progress=progress)
+    descriptions = describe_images(model, images, prompt=describe_prompt, max_new_tokens=max_new_tokens,
+                                   batch_size=batch_size, progress=progress)
+    unnamed = ~mentions(descriptions)[["race", "gender", "age"]]
+    records = records.reset_index(drop=True)
+    return (Sample(records, flags=flags.reset_index(drop=True), identity=identity),
+            Sample(records, flags=unnamed.reset_index(drop=True), identity=identity))
+
+
+def generative_control_samples(control_specs, model_spec: str, data_root, split, padding, images_per_group, seed: int,
+                               **reading) -> tuple[dict, dict]:
+    """Each control's :func:`generative_samples` on 01d's faces (the same ``images_per_group`` drawn with
+    ``seed`` from the pictures :func:`control_data_root` gives it): ``(likelihood samples, description
+    samples)``, each by spec."""
+    from ..data import load_dataset
+    from .groups import sample_per_group
+    from .prompts import FAMILIES
+
+    likely, described = {}, {}
+    for spec in dict.fromkeys(control_specs or []):
+        dataset = load_dataset("fairface", root=control_data_root(data_root, model_spec, spec), split=split,
+                               padding=padding)
+        positions = sample_per_group(dataset.records, list(FAMILIES), images_per_group, seed=seed)
+        likely[spec], described[spec] = generative_samples(
+            spec, dataset.images(positions), dataset.records.iloc[positions], faces_identity(dataset, images_per_group, seed),
+            **reading)
+    return likely, described
+
+
+def faces_identity(dataset, images_per_group, seed: int) -> str:
+    """What names 01d's faces: the data set and how they were drawn from it."""
+    return f"{dataset.identity}|{images_per_group}|{seed}"

@@ -27,7 +27,7 @@ import pandas as pd
 from ..data.base import sha256_hex
 from ..data.face_world import FACE_WORLD_DEFAULTS, FACE_WORLD_VERSION, face_captions, reporting_probabilities
 from ..data.fairface import GENDERS
-from ..models.face_clip import _RATES, REPORTING_DEFAULTS, reporting_options
+from ..models.face_clip import _RATES, REPORTING_DEFAULTS, face_world_plants, reporting_options
 from ..models.small_llava import HEADS, TEXT_LAYERS, VISION_LAYERS, WIDTH, describe_size, train_small_llava
 from ..models.trained import register_trained
 from ..paths import build_once, cache_dir
@@ -97,7 +97,8 @@ def explain_face_captioner(**options) -> str:
 
 
 @register_trained("face-captioner", "vision-language", FACE_CAPTIONER_DEFAULTS,
-                  target=lambda **options: _recipe(**options)[4], explain=explain_face_captioner)
+                  target=lambda **options: _recipe(**options)[4], explain=explain_face_captioner,
+                  plants=face_world_plants)
 def face_captioner(**options) -> Path:
     """A small LLaVA trained by teacher forcing to write the face world's planted captions."""
     world, reporting, training, about, target = _recipe(**options)

@@ -287,7 +287,9 @@ def self_similarity_table(records: pd.DataFrame, embeddings: np.ndarray, by: str
             row.update(draws=draws, expected=float(released_code_expectation(moments.self_similarity, n)),
                        bias=(1 - moments.self_similarity) / n)
         simulate = interval == "monte-carlo" or (interval == "auto" and repetitions * per_draw * dim <= monte_carlo_budget)
-        if simulate:
+        if estimator == "balanced" and m == n:  # every draw takes the group whole: exact, with no interval
+            row.update(mean=moments.self_similarity, ci_low=np.nan, ci_high=np.nan, interval=f"exact: all {n} pictures")
+        elif simulate:
             unit = unit_rows(embeddings[index], dtype=dtype)
             values = (balanced_draws(unit, m, repetitions, rng) if estimator == "balanced"
                       else released_code_draws(unit, draws, repetitions, rng))
@@ -345,3 +347,17 @@ def self_similarity_by(records: pd.DataFrame, embeddings: np.ndarray, by: str | 
     mask = selected(records, where)
     table = self_similarity_table(records[mask], embeddings[mask], keys, **table_options)
     return with_group_label(table, keys)
+
+
+def picture_spread(records: pd.DataFrame, embeddings: np.ndarray, by: str = "race") -> pd.Series:
+    """Per group of ``records[by]``, the standard deviation across its pictures of a picture's mean cosine
+    to the group's other pictures: the spread that sets a self-similarity's standard error (about
+    2 × spread / √n, a U-statistic's), which 01a's power assumes (:data:`vlbias.markedness.stages.SELF_SIMILARITY_SPREAD`)."""
+    spreads = {}
+    for group, index in records.groupby(by).indices.items():
+        if len(index) < 3:
+            continue
+        unit = unit_rows(embeddings[index])
+        means = (unit @ unit.sum(axis=0) - 1.0) / (len(index) - 1)
+        spreads[group] = float(means.std(ddof=1))
+    return pd.Series(spreads, name="spread").rename_axis(by)

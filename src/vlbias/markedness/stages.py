@@ -96,14 +96,132 @@ def generative_estimates(parameters: core.Parameters, context: core.Context) -> 
     return rows
 
 
+# --------------------------------------------------------------------------- power of the planted contrasts
+# Each planted page's box judges the planted model against its control (vlbias.findings). What each page is
+# built to detect, at the sample its parameters give, at α = 0.05 (the banner shows it; the tests check the
+# closed forms against simulations).
+
+#: the smallest contrast in self-similarity (mean cosine) 01a is built to detect
+SELF_SIMILARITY_EFFECT = 0.05
+#: the spread assumed for 01a's power: the standard deviation across a group's pictures of a picture's mean
+#: cosine to the group's other pictures (a self-similarity over n pictures then has a standard error of about
+#: 2 × spread / √n); 01a prints the spread its pictures have beside it
+SELF_SIMILARITY_SPREAD = 0.12
+#: the smallest contrast in unmarked rates 01b is built to detect (a share: 15 percentage points)
+UNMARKED_EFFECT = 0.15
+#: the smallest contrast 01d is built to detect: 25 points; its faces are few because each is scored 19 times
+#: and described, for two models
+GENERATIVE_EFFECT = 0.25
+#: 01c: the contrast of unmarked gaps it is built to detect (percentage points): half the 100 points by which a
+#: model that always preferred the unnamed colour would separate the widest reporting gap from the control; and
+#: the spread of one seed's gap around the mean of its condition assumed for its power (01c prints its seeds' gaps)
+REPORTING_EFFECT = 50.0
+REPORTING_SEED_SPREAD = 30.0
+
+
+def _face_counts(parameters: core.Parameters) -> dict[str, int]:
+    """Pictures per race, per gender, in the ages 20-59 and in the rest, on the page's face world (its
+    ``val_per_cell`` or ``train_per_cell``), or at most ``images_per_group`` of each race × gender × age
+    cell; ``{}`` where the data are no generated world (the papers' FairFace: the power is not the demo's)."""
+    from ..data.registry import is_world_root, world_options
+
+    root = parameters.get("data_root")
+    if not is_world_root(root):
+        return {}
+    options = world_options("fairface", str(root).partition("?")[2])
+    per_cell = options["val_per_cell" if parameters.get("split") == "val" else "train_per_cell"]
+    if parameters.get("images_per_group"):
+        per_cell = min(per_cell, int(parameters["images_per_group"]))
+    return {"race": per_cell * 2 * 9, "gender": per_cell * 7 * 9, "middle": per_cell * 14 * 4, "rest": per_cell * 14 * 5}
+
+
+def _planted(parameters: core.Parameters) -> bool:
+    return str(parameters.get("model_spec", "")).startswith("trained:") and bool(parameters.get("control_specs"))
+
+
+def rate_power(parameters: core.Parameters, effect: float, why: str = "") -> list[core.Power]:
+    """The power of 01b's (or 01d's) three unmarked-rate contrasts, planted minus control, at ``effect``: each
+    gap is two rates, each contrast two gaps, every rate's variance taken at its largest (50%), which a paired
+    design can only lower."""
+    from ..stats import rate_contrast_se
+
+    counts = _face_counts(parameters)
+    if not counts or not _planted(parameters):
+        return []
+    effect_text = f"a contrast of {100 * effect:.0f} percentage points"
+    lines = []
+    for claim, first, second, unit in (("White left unmarked more often (White minus the highest other race)", "race", "race",
+                                        f"{counts['race']:,} pictures per race"),
+                                       ("Male left unmarked more often (Male minus Female)", "gender", "gender",
+                                        f"{counts['gender']:,} pictures per gender"),
+                                       ("the middle-aged left unmarked more often (20-59 minus the rest)", "middle", "rest",
+                                        f"{counts['middle']:,} pictures aged 20-59 and {counts['rest']:,} others")):
+        se = rate_contrast_se(*[(0.5, counts[first]), (0.5, counts[second])] * 2)
+        lines.append(core.power_line(claim, effect, effect_text, counts[first], unit, se,
+                                     "closed form, each rate's variance at its largest", why))
+    return lines
+
+
+def self_similarity_power(parameters: core.Parameters) -> list[core.Power]:
+    """The power of 01a's contrast of White's self-similarity against the lowest other race's, planted minus
+    each control: four self-similarities over a race's pictures, each with a standard error of 2 ×
+    :data:`SELF_SIMILARITY_SPREAD` / √n (the pictures of a model and a control on other worlds are independent)."""
+    counts = _face_counts(parameters)
+    if not counts or not _planted(parameters):
+        return []
+    se = 4 * SELF_SIMILARITY_SPREAD / counts["race"] ** 0.5
+    return [core.power_line("White the least self-similar race (the lowest other race's minus White's), against each "
+                            "control", SELF_SIMILARITY_EFFECT,
+                            f"a contrast of {SELF_SIMILARITY_EFFECT:g} in mean cosine, with a picture spread of "
+                            f"{SELF_SIMILARITY_SPREAD:g} assumed", counts["race"], f"{counts['race']:,} pictures per race",
+                            se, "closed form")]
+
+
+def generative_power(parameters: core.Parameters) -> list[core.Power]:
+    """01d: :func:`rate_power` at :data:`GENERATIVE_EFFECT`, for the likelihood and the description claims alike."""
+    return rate_power(parameters, GENERATIVE_EFFECT, why="each face is scored against 19 prompts and described, by "
+                                                        "two models")
+
+
+def reporting_power(parameters: core.Parameters) -> list[core.Power]:
+    """01c: the widest reporting gap's unmarked gap minus the control's, seed by seed, over ``n_seeds`` seeds:
+    the difference of two seeds' gaps spreads by √2 × :data:`REPORTING_SEED_SPREAD`; its t interval over the
+    seeds needs t's quantile, not the normal's, which this closed form takes from the normal of the same
+    tail (it is the power a large-sample test would have, an upper bound)."""
+    import math
+
+    from scipy import stats
+
+    seeds = int(parameters.get("n_seeds") or 0)
+    if seeds < 2:
+        return []
+    spread = math.sqrt(2) * REPORTING_SEED_SPREAD
+    t = stats.t.ppf(0.975, seeds - 1)
+    se = spread / math.sqrt(seeds)
+    power = float(stats.norm.cdf(REPORTING_EFFECT / se - t))
+    needed = seeds
+    while stats.norm.cdf(REPORTING_EFFECT / (spread / math.sqrt(needed)) - stats.t.ppf(0.975, needed - 1)) < core.REQUIRED_POWER:
+        needed += 1
+    return [core.Power("red left unmarked more often at the widest reporting gap than under the control (seed by seed)",
+                       REPORTING_EFFECT, f"a contrast of {REPORTING_EFFECT:g} points (half what a model that always "
+                       f"preferred the unnamed colour would show), with one seed's gap spreading "
+                       f"{REPORTING_SEED_SPREAD:g} points around its condition's mean (assumed)", seeds,
+                       f"{seeds} seeds per condition", power, "closed form with the t quantile of the seeds",
+                       None if power >= core.REQUIRED_POWER else needed,
+                       "each seed trains one mini-CLIP per condition: four models" if power < core.REQUIRED_POWER else "")]
+
+
 core.register(
     NOTEBOOKS,
-    core.NotebookDeclaration("01a_self_similarity", datasets=fairface, model_parameters=EMBEDDED, stages=(_embeddings(),)),
-    core.NotebookDeclaration("01b_markedness", datasets=fairface, model_parameters=EMBEDDED, stages=(_embeddings(),)),
+    core.NotebookDeclaration("01a_self_similarity", datasets=fairface, model_parameters=(*EMBEDDED, "control_specs"),
+                             stages=(_embeddings(),), power=self_similarity_power),
+    core.NotebookDeclaration("01b_markedness", datasets=fairface, model_parameters=(*EMBEDDED, "control_specs"),
+                             stages=(_embeddings(),), power=lambda parameters: rate_power(parameters, UNMARKED_EFFECT)),
     core.NotebookDeclaration("01c_controlled_markedness", stages=(
         core.StageDeclaration("training", (), _training_estimate, writes="trained mini-CLIP checkpoints (cache: trained/)",
-                         left="mini-CLIPs trained on the CPU in the notebook"),)),
-    core.NotebookDeclaration("01d_generative_markedness", datasets=fairface, model_parameters=EMBEDDED, stages=(
+                         left="mini-CLIPs trained on the CPU in the notebook"),), power=reporting_power),
+    core.NotebookDeclaration("01d_generative_markedness", datasets=fairface, model_parameters=(*EMBEDDED, "control_specs"),
+                             power=generative_power, stages=(
         core.StageDeclaration("vlm-scoring", EMBEDDED, generative_estimates,
                               writes="log-likelihoods and descriptions per generative model (cache: "
                                      "vlm-log-likelihoods/, vlm-descriptions/)",

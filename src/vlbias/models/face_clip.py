@@ -109,8 +109,35 @@ def explain_face_clip(**options) -> str:
                if world["gender_extra_variety"] else ""))
 
 
+def face_world_plants(**options) -> dict[str, str]:
+    """The causes behind Part I's claims that a face-world recipe (``trained:face-clip``,
+    ``trained:face-captioner``) plants with ``options``, in words: captions that name the default race,
+    gender or ages less often than the others (``white_unmarked``, ``male_unmarked``, ``middle_unmarked``,
+    under the paper's defaults White, Male and 20-59; the uniform control, ``uniform_named``, plants none),
+    and pictures of one race or gender that vary more (``white_varied``, ``male_varied``)."""
+    reporting = reporting_options(options, "face-world recipe")
+    ages = sorted(age.strip() for age in reporting["default_ages"].split(",") if age.strip())
+    middle = ["20-29", "30-39", "40-49", "50-59"]
+    plants = {}
+    if reporting["default_race"] == "White" and reporting["default_race_named"] < reporting["race_named"]:
+        plants["white_unmarked"] = (f"captions that name White {reporting['default_race_named']:.0%} of the time and "
+                                    f"every other race {reporting['race_named']:.0%}")
+    if reporting["default_gender"] == "Male" and reporting["default_gender_named"] < reporting["gender_named"]:
+        plants["male_unmarked"] = (f"captions that name Male {reporting['default_gender_named']:.0%} of the time and "
+                                   f"Female {reporting['gender_named']:.0%}")
+    if ages == middle and reporting["default_age_named"] < reporting["age_named"]:
+        plants["middle_unmarked"] = (f"captions that name the ages 20-59 {reporting['default_age_named']:.0%} of the "
+                                     f"time and the others {reporting['age_named']:.0%}")
+    if options["world_varied_race"] == "White" and options["world_varied_race_variety"] > options["world_variety"]:
+        plants["white_varied"] = (f"White pictures that vary {options['world_varied_race_variety']:g} and the others "
+                                  f"{options['world_variety']:g}")
+    if options["world_varied_gender"] == "Male" and options["world_gender_extra_variety"] > 0:
+        plants["male_varied"] = f"Male pictures that vary {options['world_gender_extra_variety']:g} more"
+    return plants
+
+
 @register_trained("face-clip", "image-text", FACE_CLIP_DEFAULTS, target=lambda **options: _recipe(**options)[4],
-                  explain=explain_face_clip)
+                  explain=explain_face_clip, plants=face_world_plants)
 def face_clip(**options) -> Path:
     """A mini-CLIP trained contrastively on the face world's training pictures and planted captions."""
     from ..data import load_dataset

@@ -57,8 +57,16 @@ def explain_world_clip(share_spread: float, seed: int, epochs: int, train_per_ki
             + ("; every picture on one of four background tints in one of three shades, both named in its caption" if attributes else ""))
 
 
+def world_clip_plants(red_named: float, blue_named: float, **options) -> dict[str, str]:
+    """The cause behind 01c's claims that ``trained:world-clip`` plants: captions that name red, the
+    default, less often than blue (``red_unnamed``); equal naming plants none."""
+    if red_named < blue_named:
+        return {"red_unnamed": f"captions that name red {red_named:.0%} of the time and blue {blue_named:.0%}"}
+    return {}
+
+
 @register_trained("world-clip", "image-text", WORLD_CLIP_DEFAULTS, target=lambda **options: _world_clip_recipe(**options)[3],
-                  explain=explain_world_clip)
+                  explain=explain_world_clip, plants=world_clip_plants)
 def world_clip(**options) -> Path:
     """A mini-CLIP trained contrastively on a planted world's captions; captions with the same text are positives."""
     from ..data import load_dataset
