@@ -64,50 +64,157 @@ def test_the_matcher_comparison_reads_the_interval_in_either_order():
     assert "-5.0 points" in cff.matcher_comparison(_paired(2.0, 9.0, 5.0, a="d", b="m"), "m", "d")
     assert "do not separate" in cff.matcher_comparison(_paired(-2.0, 9.0, 3.0), "m", "d")
     assert "zero width" in cff.matcher_comparison(_paired(0.0, 0.0, 0.0), "m", "d")
+    assert "trained here" not in cff.matcher_comparison(_paired(2.0, 9.0, 5.0), "m", "d")
+    trained = _paired(2.0, 9.0, 5.0, a="trained:caption-matcher", b="trained:caption-clip")
+    assert "plants no advantage for either kind" in cff.matcher_comparison(trained, "trained:caption-matcher",
+                                                                            "trained:caption-clip")
     with pytest.raises(ValueError, match="no row compares"):
         cff.matcher_comparison(_paired(0.0, 1.0, 0.5), "m", "x")
 
 
-def test_zero_width_intervals_are_explained():
+def test_zero_width_intervals_are_said_in_words_and_never_printed_as_an_interval():
     text = cff.paired_sentence(pd.concat([_paired(0.0, 0.0, 0.0), _paired(1.0, 3.0, 2.0, a="x", b="y")]),
                                {"m": "M"})
-    assert "excludes 0 for 1" in text and "Zero-width intervals (M and d)" in text
+    assert "excludes 0 for 1" in text and "Right and wrong on exactly the same pairs: M and d." in text
+    assert "[" not in text and "Zero-width" not in text
+    shown = cff.paired_display(pd.concat([_paired(0.0, 0.0, 0.0), _paired(1.0, 3.0, 2.0, a="x", b="y")]))
+    assert shown["interval_pp"].tolist() == ["none: the same answers on every pair", "[+1.0, +3.0]"]
+    assert "low_pp" not in shown and "high_pp" not in shown
 
 
-def _chance_row(model, accuracy, low, high, n=100):
-    verdict = "above chance" if low > 50 else "below chance" if high < 50 else "at chance"  # as against_chance says
-    return {"model": model, "label": model, "n": n, "accuracy_%": accuracy, "ci_low_%": low, "ci_high_%": high,
-            "chance_%": 50.0, "ties": 0, "verdict": verdict, "foils": 1}
+# --------------------------------------------------------------------------- 02b's claims, judged with their controls
+
+PLANTED, CONTROL = "trained:caption-clip?colour_words=1", "trained:caption-clip?colour_words=0"
+MATCHER = "trained:caption-matcher"
 
 
-def _paired_row(a, b, difference, low, high):
-    return {"model_a": a, "model_b": b, "difference_pp": difference, "low_pp": low, "high_pp": high, "n": 100}
+def _correct(n: int, rate: float, seed: int) -> np.ndarray:
+    """Exactly ``round(rate * n)`` right answers among ``n`` pairs, in a seeded order."""
+    right = np.zeros(n, bool)
+    right[:round(rate * n)] = True
+    return np.random.default_rng(seed).permutation(right)
 
 
-def test_paper_findings_judge_the_dual_encoder_against_chance_and_the_matcher_against_it():
+def _scores(correct: dict, k: int = 4) -> dict:
+    """{(spec, data set): score matrix} with ``k`` foils from {spec: right answers}, split over two data sets."""
+    out = {}
+    for spec, right in correct.items():
+        half = len(right) // 2
+        for name, part in (("coco", right[:half]), ("flickr30k", right[half:])):
+            out[spec, name] = _matrix(list(part), k)
+    return out
+
+
+@pytest.fixture(scope="module")
+def published():
     from vlbias import book
 
-    published = book.published("colorfoil_table1_samin2024")
+    return book.published("colorfoil_table1_samin2024")
+
+
+def _paired_se(a: np.ndarray, b: np.ndarray) -> float:
+    """The standard error of a difference of two paired proportions, from the discordant pairs (closed form)."""
+    n = a.size
+    only_a, only_b = np.sum(a & ~b) / n, np.sum(~a & b) / n
+    return float(np.sqrt((only_a + only_b - (only_a - only_b) ** 2) / n))
+
+
+def test_a_planted_dual_encoder_is_recovered_against_its_control_on_the_same_pairs(published):
+    planted, control = _correct(200, 0.8, 1), _correct(200, 0.5, 2)
+    scores = _scores({PLANTED: planted, CONTROL: control})
+    kinds = {PLANTED: "dual", CONTROL: "dual"}
+    first, second = cff.evaluation_findings(PLANTED, scores, kinds, {PLANTED: CONTROL}, published)
+    assert first.verdict == "recovered" and first.control_spec == CONTROL
+    model, theirs, contrast = (first.estimates[name] for name in ("model", "control", "contrast"))
+    assert model.value == pytest.approx(0.8 - 0.5) and theirs.value == pytest.approx(0.0)
+    assert contrast.value == pytest.approx(0.3)  # 80% against 50% on the same 200 pairs
+    # the paired bootstrap's interval is as wide as the closed form of two paired proportions says
+    half = (contrast.high - contrast.low) / 2
+    assert half == pytest.approx(1.96 * _paired_se(planted, control), rel=0.2)
+    assert contrast.low > 0 and "paired bootstrap over 200 pairs" in contrast.how
+    assert "80.0%" in first.note and "50.0%" in first.note and "same 200 pairs" in first.note
+    assert first.ours.startswith("+30.0 points [") and first.contrast.startswith("+30.0 points [")
+    # no pairwise matcher in this run
+    assert second.verdict == "cannot test" and "no pairwise matcher" in second.ours
+
+
+def test_placebo_the_control_in_the_planted_models_place_and_a_copy_of_it_recover_nothing(published):
+    planted, control = _correct(200, 0.8, 1), _correct(200, 0.5, 2)
+    kinds = {PLANTED: "dual", CONTROL: "dual"}
+    swapped = cff.evaluation_findings(PLANTED, _scores({PLANTED: control, CONTROL: planted}), kinds, {PLANTED: CONTROL},
+                                      published)[0]
+    assert swapped.verdict == "not recovered" and swapped.estimates["contrast"].value == pytest.approx(-0.3)
+    copied = cff.evaluation_findings(PLANTED, _scores({PLANTED: planted, CONTROL: planted}), kinds, {PLANTED: CONTROL},
+                                     published)[0]
+    assert copied.verdict == "not recovered" and copied.estimates["contrast"].value == 0
+    assert "every resample the same" in copied.contrast and "[" not in copied.contrast
+
+
+def test_the_bad_inputs_read_as_the_design_says_and_nothing_fails(published):
+    planted, control = _correct(200, 0.8, 1), _correct(200, 0.5, 2)
+    scores, kinds = _scores({PLANTED: planted, CONTROL: control}), {PLANTED: "dual", CONTROL: "dual"}
+    same = cff.evaluation_findings(PLANTED, scores, kinds, {PLANTED: PLANTED}, published)[0]
+    assert same.verdict == "no contrast" and "the control is the planted model: no contrast" in same.note.lower()
+    alone = cff.evaluation_findings(PLANTED, scores, kinds, {}, published)[0]
+    assert alone.verdict == "recovered" and alone.note.startswith("No control: the verdict is about the planted model alone")
+    assert alone.control == "" and alone.contrast == ""
+    # a control named but not scored: said, and the row judges the model alone
+    missing = cff.evaluation_findings(PLANTED, {key: value for key, value in scores.items() if key[0] == PLANTED}, kinds,
+                                      {PLANTED: CONTROL}, published)[0]
+    assert "has no scores in this run" in missing.note and missing.verdict == "recovered"
+    # a world without the planted cause: the recipe with no colour words, or captions that never name one
+    for removed in (CONTROL, "trained:caption-clip?colour_share=0"):
+        found = cff.evaluation_findings(removed, _scores({removed: planted, PLANTED: control}), {removed: "dual"},
+                                        {removed: PLANTED}, published)
+        assert found[0].verdict == "not planted"
+    with pytest.raises(ValueError, match="not scored on the same pairs"):
+        cff.evaluation_findings(PLANTED, {**scores, (CONTROL, "coco"): scores[CONTROL, "coco"][:10]}, kinds,
+                                {PLANTED: CONTROL}, published)
+
+
+def test_the_matcher_claim_is_planted_by_no_world_and_judged_on_its_own_interval_for_the_papers_models(published):
+    dual, matcher = _correct(200, 0.9, 3), _correct(200, 0.7, 4)
+    kinds = {PLANTED: "dual", MATCHER: "pairwise"}
+    second = cff.evaluation_findings(PLANTED, _scores({PLANTED: dual, MATCHER: matcher}), kinds, {}, published)[1]
+    assert second.verdict == "not planted" and second.estimates["model"].value == pytest.approx(-0.2)
+    assert "70.0% against 90.0% on the same 200 pairs" in second.note
+    # the papers' models: supports, contradicts or cannot tell, from each statistic's own interval
     kinds = {"clip": "dual", "vilt": "pairwise"}
-    chance = pd.DataFrame([_chance_row("clip", 90.0, 82.0, 95.0), _chance_row("vilt", 70.0, 60.0, 78.0)])
-    # the pair written either way round: the matcher's advantage is read with its sign
-    for paired in (pd.DataFrame([_paired_row("clip", "vilt", 20.0, 10.0, 30.0)]),
-                   pd.DataFrame([_paired_row("vilt", "clip", -20.0, -30.0, -10.0)])):
-        found = cff.paper_findings(chance, paired, kinds, published)
-        assert [f.verdict for f in found] == ["supports", "contradicts"]
-        assert "vilt minus clip: -20.0 points [-30.0, -10.0] on the same 100 pairs" == found[1].ours
-        assert found[0].published.startswith("CLIP: coco ")
-    chance = pd.DataFrame([_chance_row("clip", 52.0, 45.0, 59.0)])
-    found = cff.paper_findings(chance, pd.DataFrame(columns=["model_a", "model_b"]), {"clip": "dual"}, published)
-    assert [f.verdict for f in found] == ["cannot tell", "cannot test"]
+    first, second = cff.evaluation_findings("clip", _scores({"clip": dual, "vilt": matcher}), kinds, {}, published)
+    assert (first.verdict, second.verdict) == ("supports", "contradicts")
+    assert first.published.startswith("CLIP: coco ") and first.note == "One-foil accuracy: clip 90.0%, on 200 pairs."
+    assert second.estimates["model"].high < 0
+    first, second = cff.evaluation_findings("vilt", _scores({"clip": _correct(200, 0.7, 5), "vilt": _correct(200, 0.9, 6)}),
+                                            kinds, {}, published)
+    assert first.claim.startswith("A pairwise matcher (ViLT, BridgeTower)") and first.published.startswith("ViLT: coco ")
+    assert (first.verdict, second.verdict) == ("supports", "supports")
+    coin = cff.evaluation_findings("clip", _scores({"clip": _correct(100, 0.52, 7)}), {"clip": "dual"}, {}, published)
+    assert [f.verdict for f in coin] == ["cannot tell", "cannot test"]
 
 
-def test_the_caption_world_plants_colour_knowledge_only_where_the_captions_name_colours():
-    kinds = {"trained:caption-clip?colour_words=0": "dual", "trained:caption-matcher": "pairwise"}
-    text, causes = cff.planted(list(kinds), kinds)
-    assert causes == [False, False] and "neither kind an advantage" in text
-    assert cff.planted(["trained:caption-clip"], {"trained:caption-clip": "dual"})[1] == [True, False]
-    assert cff.planted(["ViT-B-32/openai"], {"ViT-B-32/openai": "dual"}) == (None, None)
+def test_the_box_says_what_the_world_plants_and_what_the_control_is():
+    kinds = {PLANTED: "dual", CONTROL: "dual", MATCHER: "pairwise"}
+    planted, control = cff.evaluation_planted(PLANTED, {PLANTED: CONTROL}, kinds, {PLANTED: "P", CONTROL: "C"})
+    assert planted.startswith("The model, P: a mini-CLIP") and "neither kind an advantage" in planted
+    assert control.startswith("The control, C: a mini-CLIP") and "every colour word removed" in control
+    assert cff.evaluation_planted(PLANTED, {}, kinds)[1] is None
+    assert cff.evaluation_planted("ViT-B-32/openai", {}, {"ViT-B-32/openai": "dual"}) == (None, None)
+    assert cff.judged_model([MATCHER, PLANTED], kinds) == PLANTED and cff.judged_model([MATCHER], kinds) == MATCHER
+
+
+def test_the_caption_world_recipes_plant_the_colour_words_only_where_their_captions_keep_them():
+    from vlbias.models.trained import planted_causes
+
+    assert set(planted_causes(PLANTED)) == {"colour_named"} and "60% of the training captions" in planted_causes(PLANTED)["colour_named"]
+    assert set(planted_causes(MATCHER)) == {"colour_named", "colour_foils"}
+    assert set(planted_causes("trained:caption-captioner")) == {"colour_named"}
+    for none in (CONTROL, "trained:caption-captioner?colour_words=0", "trained:caption-matcher?colour_share=0",
+                 "trained:easy-vqa-colour?epochs=0", "openai/clip-vit-base-patch32"):
+        assert planted_causes(none) == {}, none
+    assert set(planted_causes("trained:easy-vqa-colour")) == {"colour_named"}
+    # no recipe plants the matcher's advantage or an answer to a question
+    for spec in (PLANTED, MATCHER, "trained:caption-captioner", "trained:easy-vqa-colour"):
+        assert not {"matcher_advantage", "answers_questions", "foil_count"} & set(planted_causes(spec))
 
 
 def test_the_construction_recovers_each_pictures_colour_on_the_caption_world_and_counts_wait_for_real_data():
@@ -128,42 +235,82 @@ def test_the_construction_recovers_each_pictures_colour_on_the_caption_world_and
     published = book.published("colorfoil_counts_samin2024")
     found = cff.construction_findings(counts, published, {"coco": truth}, real_data=False, why_not="a world")
     assert [f.verdict for f in found] == ["cannot test", "supports"] and found[0].published == "2,511"
+    # an exact count of every caption and foil, never a sampled interval
+    foils = int(benchmark["n_foils"].sum())
+    assert found[1].ours == (f"coco: all {len(benchmark)} captions name the drawn colour, all {foils} foils another "
+                             f"(exact: all {len(benchmark)} captions and {foils} foils counted)")
+    exact = found[1].estimates["model"]
+    assert exact.exact and exact.value == 1.0 and "[" not in exact.text() and "exact: all" in exact.text()
     # a foil naming the drawn colour breaks the premise
     broken = benchmark.copy()
     broken.at[0, "replacements"] = [f"{broken.at[0, 'words'][0]}->{drawn[dataset.records['file'].iat[0]]}"] + list(
         broken.at[0, "replacements"][1:])
     wrong = cff.foil_truth(dataset, broken)
     assert wrong["foils naming another colour"] == truth["foils"] - 1
-    assert cff.construction_findings(counts, published, {"coco": wrong}, False)[1].verdict == "contradicts"
+    broken_row = cff.construction_findings(counts, published, {"coco": wrong}, False)[1]
+    assert broken_row.verdict == "contradicts" and f"{foils - 1} of {foils} foils another" in broken_row.ours
+    assert broken_row.estimates["model"].value == pytest.approx((len(benchmark) + foils - 1) / (len(benchmark) + foils))
     # on the real release the count is judged exactly; data that record no colours cannot test the premise
     real = {"coco": {**counts["coco"], "with a colour word (whole word, ours)": 2511}}
     assert [f.verdict for f in cff.construction_findings(real, published, {"coco": None}, True)] == ["supports", "cannot test"]
     real["coco"]["with a colour word (whole word, ours)"] = 2515
     assert cff.construction_findings(real, published, {}, True)[0].ours == "2,515 (+4)"
     assert cff.construction_findings(real, published, {}, True)[0].verdict == "contradicts"
-    text, causes = cff.construction_planted({"coco": dataset})
-    assert causes == [False, True] and "COCO's layouts" in text and "60% of captions" in text
-    assert cff.construction_planted({"coco": load_dataset("coco", root="fixture", split="val2017")}) == (None, None)
+    text = cff.construction_planted({"coco": dataset})
+    assert "COCO's layouts" in text and "60% of captions" in text and "counted exactly" in text
+    assert cff.construction_planted({"coco": load_dataset("coco", root="fixture", split="val2017")}) is None
 
 
-def test_colour_model_findings_test_the_trained_model_against_chance_and_across_foil_counts():
+def _foil_scores(right_at: dict[int, np.ndarray]) -> np.ndarray:
+    """A (n, 5) score matrix whose caption beats its first k foils exactly where ``right_at[k]`` says (k = 1, 4):
+    foil 1 is above the caption where the 1-foil task is lost, foils 2-4 where only the 4-foil task is."""
+    one, four = right_at[1], right_at[4]
+    assert not np.any(four & ~one)  # right with 4 foils means right with 1
+    matrix = np.zeros((one.size, 5))
+    matrix[:, 0] = 1.0
+    matrix[~one, 1] = 2.0
+    matrix[one & ~four, 2] = 2.0
+    return matrix
+
+
+def test_colour_model_findings_recover_the_training_against_the_untrained_network_and_never_plant_more_foils():
     from vlbias import book
+    from vlbias.colorfoil.trained_models import snapshot_roles
 
-    def row(model, foils, accuracy, low, high):
-        return {"model": model, "dataset": "easy-vqa test", "foils": foils, "n": 200, "accuracy_%": accuracy,
-                "ci_low_%": low, "ci_high_%": high, "chance_%": 100 / (foils + 1)}
-
-    table = pd.DataFrame([row("trained", 1, 90.0, 85.0, 93.0), row("trained", 4, 70.0, 63.0, 76.0),
-                          row("untrained", 1, 48.0, 41.0, 55.0), row("untrained", 4, 20.0, 15.0, 26.0)])
     published = book.published("colorfoil_table1_samin2024")
-    found = cff.colour_model_findings(table, "trained", published)
-    assert [f.verdict for f in found] == ["supports", "supports"]
-    assert found[0].claim.endswith("(1 foil: 50%)") and found[0].published == "CLIP: coco 84.4%, flickr30k 85.2%"  # the published 84.37 and 85.24
-    assert [f.verdict for f in cff.colour_model_findings(table, "untrained", published)] == ["cannot tell", "supports"]
-    table.loc[1, ["accuracy_%", "ci_low_%", "ci_high_%"]] = [89.0, 84.0, 93.0]
-    assert cff.colour_model_findings(table, "trained", published)[1].verdict == "cannot tell"
-    assert cff.colour_model_findings(table.iloc[[0]], "trained", published)[1].verdict == "cannot test"
-    with pytest.raises(ValueError, match="no row of model 'other'"):
-        cff.colour_model_findings(table, "other", published)
-    text, causes = cff.colour_model_planted(6, pd.Series(row("untrained", 1, 48.0, 41.0, 55.0)))
-    assert causes == [True, False] and "48.0% [41.0, 55.0] with 1 foil (chance 50%)" in text
+    model, control, specs = snapshot_roles(4, 2, 0, 128, 0.002, 0)
+    assert (model, control) == ("4 epochs", "untrained") and specs["untrained"].startswith("trained:easy-vqa-colour?epochs=0")
+    trained_one, untrained_one = _correct(400, 0.95, 1), _correct(400, 0.5, 2)
+    trained_four = trained_one & _correct(400, 0.9, 3)
+    untrained_four = untrained_one & _correct(400, 0.4, 4)
+    scores = {(model, "easy-vqa test"): _foil_scores({1: trained_one, 4: trained_four}),
+              (control, "easy-vqa test"): _foil_scores({1: untrained_one, 4: untrained_four})}
+    first, second = cff.colour_model_findings(model, scores, control, specs, published, (1, 2, 4))
+    assert first.verdict == "recovered" and first.estimates["contrast"].value == pytest.approx(
+        trained_one.mean() - untrained_one.mean())
+    assert first.published == "CLIP: coco 84.4%, flickr30k 85.2%"  # the published 84.37 and 85.24
+    assert second.verdict == "not planted" and second.estimates["model"].value == pytest.approx(
+        trained_one.mean() - trained_four.mean())
+    assert second.estimates["control"].value == pytest.approx(untrained_one.mean() - untrained_four.mean())
+    assert "Even a model at chance falls from 50% to 20%" in second.note
+    # placebo: the untrained network's answers in the trained one's place
+    placebo = {(model, "easy-vqa test"): scores[control, "easy-vqa test"], (control, "easy-vqa test"): scores[model, "easy-vqa test"]}
+    assert cff.colour_model_findings(model, placebo, control, specs, published)[0].verdict == "not recovered"
+    copy = {(model, "easy-vqa test"): scores[model, "easy-vqa test"], (control, "easy-vqa test"): scores[model, "easy-vqa test"]}
+    assert cff.colour_model_findings(model, copy, control, specs, published)[0].verdict == "not recovered"
+    # the control is the model: no contrast; no control: the model alone, said to be weaker
+    assert cff.colour_model_findings(model, scores, model, specs, published)[0].verdict == "no contrast"
+    alone = cff.colour_model_findings(model, scores, None, specs, published)[0]
+    assert alone.verdict == "recovered" and alone.note.startswith("No control")
+    # without specs the names are judged as a paper's models would be
+    assert [f.verdict for f in cff.colour_model_findings(model, scores, control, None, published)] == ["supports", "supports"]
+    assert cff.colour_model_findings(model, scores, control, specs, published, (1,))[1].verdict == "cannot test"
+    with pytest.raises(ValueError, match="no scores of model 'other'"):
+        cff.colour_model_findings("other", scores, control, specs, published)
+    with pytest.raises(ValueError, match="control='nobody' has no scores"):
+        cff.colour_model_findings(model, scores, "nobody", specs, published)
+    with pytest.raises(ValueError, match="control_epochs=3"):
+        snapshot_roles(4, 2, 3, 128, 0.002, 0)
+    text, about = cff.colour_model_planted(4, control)
+    assert "trained here for 4 epochs" in text and "untrained, at its random initialisation" in about
+    assert cff.colour_model_planted(4, None)[1] is None

@@ -321,8 +321,7 @@ def _table(rows):
     return pd.DataFrame(frames)
 
 
-def test_two_choice_sentences_and_findings_never_read_a_position_as_content():
-    from vlbias import book
+def test_two_choice_sentences_never_read_a_position_as_content():
     from vlbias.colorfoil import findings as cff
 
     always_a = (40, 100.0, 91.2, 100.0), (40, 0.0, 0.0, 8.8), (40, 50.0, 35.2, 64.8), (40, 0.0, 0.0, 8.8), (40, 100.0, 91.2, 100.0)
@@ -331,15 +330,61 @@ def test_two_choice_sentences_and_findings_never_read_a_position_as_content():
     text = cff.two_choice_sentences(table, {"g": "good model"})
     assert "a on coco: the same label won in both orders for all 40 pairs" in text and "no finding" in text
     assert "good model on coco: 87.5% [76.0, 94.0] averaged over the orders, above chance (50%)" in text
+
+
+def _choices(first: np.ndarray, second: np.ndarray) -> pd.DataFrame:
+    """A two_choice table from whether the caption was chosen with it first and with it second: the same label
+    won in both orders where exactly one of the two chose the caption."""
+    return pd.DataFrame({"caption chosen, caption first": first, "caption chosen, foil first": second,
+                         "same label": first != second})
+
+
+def _right(n: int, rate: float, seed: int) -> np.ndarray:
+    right = np.zeros(n, bool)
+    right[:round(rate * n)] = True
+    return np.random.default_rng(seed).permutation(right)
+
+
+def _likelihoods(right: np.ndarray) -> np.ndarray:
+    return np.array([[0.0, -1.0] if r else [-1.0, 0.0] for r in right])
+
+
+def test_generative_findings_judge_both_readings_against_the_control_and_never_read_a_position_as_content():
+    from vlbias import book
+    from vlbias.colorfoil import findings as cff
+
     published = book.published("colorfoil_table1_samin2024")
-    chance = pd.DataFrame([{"model": m, "dataset": "coco", "n": 40, "label": m, "accuracy_%": v, "ci_low_%": lo,
-                            "ci_high_%": hi, "chance_%": 50.0, "ties": 0, "verdict": verdict}
-                           for m, v, lo, hi, verdict in (("a", 50.0, 35.2, 64.8, "at chance"),
-                                                         ("g", 90.0, 77.0, 96.0, "above chance"))])
-    assert [f.verdict for f in cff.generative_findings(chance, table, published, "g")] == ["supports", "supports"]
-    assert [f.verdict for f in cff.generative_findings(chance, table, published, "a")] == ["cannot tell", "cannot test"]
-    missing = cff.generative_findings(chance.iloc[:0], table.iloc[:0], published, "x")
+    planted, control = "trained:caption-captioner?colour_words=1", "trained:caption-captioner?colour_words=0"
+    n = 120
+    own, theirs = _right(n, 0.8, 1), _right(n, 0.5, 2)
+    scores = {(planted, "coco"): _likelihoods(own), (control, "coco"): _likelihoods(theirs)}
+    always_a = _choices(np.ones(n, bool), np.zeros(n, bool))  # the first label, whatever the content
+    choices = {(planted, "coco"): always_a, (control, "coco"): always_a}
+    first, second = cff.generative_findings(planted, scores, choices, {planted: control}, published)
+    assert first.verdict == "recovered" and first.estimates["contrast"].value == pytest.approx(own.mean() - theirs.mean())
+    assert "by likelihood" in first.claim and first.published.startswith("CLIP (image-text, the paper): coco ")
+    # the world plants no answer to a question: its numbers stand, and its position is said
+    assert second.verdict == "not planted" and second.estimates["model"].value == 0
+    assert "follow the position, not the content" in second.note and "So did the control" in second.note
+    assert "[" not in second.ours  # every pair averages 50%: no spread, said in words
+    # placebo: the control's answers in the planted model's place
+    swapped = {(planted, "coco"): scores[control, "coco"], (control, "coco"): scores[planted, "coco"]}
+    assert cff.generative_findings(planted, swapped, None, {planted: control}, published)[0].verdict == "not recovered"
+    assert len(cff.generative_findings(planted, scores, None, {planted: control}, published)) == 1  # no choices: no row
+    # a paper's model: its own intervals; by position every pair: cannot test the question
+    answers = {("llava", "coco"): _likelihoods(own)}
+    found = cff.generative_findings("llava", answers, {("llava", "coco"): always_a}, {}, published)
+    assert [f.verdict for f in found] == ["supports", "cannot test"]
+    assert "same label in both orders for every pair" in found[1].ours
+    knows = _choices(_right(n, 0.9, 3), _right(n, 0.85, 4))
+    found = cff.generative_findings("llava", answers, {("llava", "coco"): knows}, {}, published)
+    assert found[1].verdict == "supports"
+    averaged = (knows.iloc[:, 0].to_numpy(float) + knows.iloc[:, 1].to_numpy(float)) / 2
+    assert found[1].estimates["model"].value == pytest.approx(averaged.mean() - 0.5)
+    missing = cff.generative_findings("x", {}, {}, {}, published)
     assert [f.verdict for f in missing] == ["cannot test", "cannot test"]
+    text, about = cff.generative_planted(planted, {planted: control})
+    assert "never asked a question" in text and "every colour word removed" in about
     assert cff.generative_planted("llava-hf/llava-1.5-7b-hf") == (None, None)
 
 

@@ -36,6 +36,19 @@ def _evaluation_findings(html, text, images, findings):
     assert _verdict(findings, "dual encoder, no colour words") == "at chance"
     assert _verdict(findings, "pairwise matcher") == "above chance"
     assert "Pairwise matcher against the first dual encoder: pairwise matcher minus dual encoder, colour words" in findings
+    assert "plants no advantage for either kind" in findings
+
+
+def _power(html: str) -> float:
+    """The power the page's banner states for its planted contrast (one line)."""
+    found = re.findall(r"power <b>([\d.]+)</b>", html)
+    assert len(found) == 1, found
+    return float(found[0])
+
+
+def _box(html: str) -> str:
+    """The page's findings box (HTML)."""
+    return html[html.index("Findings: paper vs ours"):]
 
 
 @pytest.mark.slow
@@ -43,6 +56,10 @@ def test_construction_page_writes_the_benchmark(demo_book):
     html, text, images = demo_book.page("02a_colorfoil_construction")
     assert "Demo output" in html and "coco (published)" in html and images >= 2
     assert "generated caption world" in html and "tiny:" not in html
+    # the premise is an exact count of every caption and foil, never a sampled interval
+    box = _box(html)
+    assert re.search(r"\(exact: all [\d,]+ captions and [\d,]+ foils counted\)", box), box[:3000]
+    assert "supports 1, cannot test 2" in box
     assert (demo_book.project / "outputs" / "demo" / "colorfoil" / "colorfoil-colour-coco-v1.jsonl").exists()
 
 
@@ -50,6 +67,11 @@ def test_construction_page_writes_the_benchmark(demo_book):
 def test_evaluation_page(demo_book):
     html, text, images = demo_book.page("02b_colorfoil_evaluation")
     _evaluation_findings(html, text, images, _markdown(demo_book, "02b_colorfoil_evaluation"))
+    # the box: the planted dual encoder against its control, and no verdict on the paper's matcher claim
+    box = _box(html)
+    assert "planted − control" in box and "recovered 1, this world plants no such cause 1" in box, box[:3000]
+    assert "supports" not in box.split("</table>")[0] and "contradicts" not in box
+    assert _power(html) >= 0.9 and "cannot reach power" not in html
 
 
 @pytest.mark.slow
@@ -66,3 +88,16 @@ def test_evaluation_page_reads_the_saved_benchmark(demo_book, tmp_path):
 def test_colour_model_page(demo_book):
     html, text, images = demo_book.page("02c_colorfoil_colour_model")
     assert "Demo output" in html and images >= 4
+    box = _box(html)
+    assert "planted − control" in box and "recovered 1, this world plants no such cause 1" in box, box[:3000]
+    assert _power(html) >= 0.9
+
+
+@pytest.mark.slow
+def test_generative_page(demo_book):
+    html, text, images = demo_book.page("02d_colorfoil_generative")
+    assert "Demo output: models trained on a planted world" in html and images >= 2
+    box = _box(html)
+    assert "planted − control" in box and "recovered 1, this world plants no such cause 1" in box, box[:3000]
+    assert "follow the position, not the content" in box
+    assert _power(html) >= 0.9 and "cannot reach power" not in html

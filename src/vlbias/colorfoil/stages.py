@@ -8,7 +8,7 @@ the pairs a worker scores are the pairs the notebook scores.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .. import stages as core
 
@@ -48,6 +48,28 @@ def foil_benchmarks(datasets: dict, benchmark_dir, *, foil_type: str, constructi
     return benchmarks, max_foils
 
 
+def with_controls(model_specs: Sequence[str] | None, controls) -> list[str]:
+    """The specs a page scores: ``model_specs`` and each control of ``controls`` (spec -> its control's
+    spec) that they lack, each once, in order. A control names a model of ``model_specs``, or the page
+    could not judge it; an empty ``controls`` (the full profile) adds nothing."""
+    specs = list(dict.fromkeys(model_specs or []))
+    if controls is None:
+        return specs
+    if not isinstance(controls, Mapping):
+        raise ValueError(f"controls must map each planted model's spec to its control's spec ({{spec: control}}; "
+                         f"{{}} for none), got {controls!r}")
+    unknown = [spec for spec in controls if spec not in specs]
+    if unknown:
+        raise ValueError(f"controls names {unknown}, which model_specs lacks: give each planted model as model_specs "
+                         f"spells it ({specs}).")
+    for control in controls.values():
+        if not isinstance(control, str) or not control:
+            raise ValueError(f"controls: each control is a model spec, got {control!r}")
+        if control not in specs:
+            specs.append(control)
+    return specs
+
+
 def _matcher_family(spec: str) -> str | None:
     lowered = spec.lower()
     if lowered.startswith("trained:caption-matcher"):  # the demo's pairwise matcher is a small ViLT
@@ -60,7 +82,7 @@ def score_estimates(parameters: core.Parameters, context: core.Context) -> list[
     width = 1 + max(list(parameters["foil_counts"]) + [parameters["confusion_foils"]])
     pairs = sum(COLORFOIL_PAIRS.values())
     rows = []
-    for spec in core.specs_of(parameters, ("model_specs",)):
+    for spec in with_controls(core.specs_of(parameters, ("model_specs",)), parameters.get("controls")):
         family = _matcher_family(spec)
         if family:
             rate = rates["pairwise matches/s"][family]
@@ -102,7 +124,8 @@ def score_units(parameters: core.Parameters, context: core.Context) -> list[core
                    "identity": f"{dataset.identity}/{len(benchmarks[name])} pairs", "benchmark": benchmarks[name],
                    "max_foils": max_foils, "batch_size": int(parameters["batch_size"])},
                   len(benchmarks[name]), chunk, run_unit=run_score_unit, forward="score_candidates")
-            for spec in core.specs_of(parameters, ("model_specs",)) for name, dataset in datasets.items()]
+            for spec in with_controls(core.specs_of(parameters, ("model_specs",)), parameters.get("controls"))
+            for name, dataset in datasets.items()]
 
 
 def run_score_unit(stage: core.Stage, model, index: int, worker) -> int:
@@ -138,7 +161,98 @@ def generative_estimates(parameters: core.Parameters, context: core.Context) -> 
                           line=f"{spec}: {texts:,} image-text pairs scored ({pairs:,} captions with {width - 1} foils, "
                                f"and each asked as a two-choice question in both orders) at an assumed "
                                f"{rates['vision-language scored texts/s']:g}/s")
-            for spec in core.specs_of(parameters, ("model_specs",))]
+            for spec in with_controls(core.specs_of(parameters, ("model_specs",)), parameters.get("controls"))]
+
+
+# --------------------------------------------------------------------------- power of the planted contrasts
+# 02b, 02c and 02d judge a model trained here against its control on the same pairs: the one-foil accuracy of
+# the planted model minus the control's (vlbias.colorfoil.findings). What each page is built to detect, at the
+# pairs its parameters give, at α = 0.05 (the banner shows it; tests/colorfoil checks it against a simulation).
+
+#: the contrast in one-foil accuracy (a share) the pages are built to detect: half the 50 points between a model
+#: that learned every planted colour word (100%: its caption always beats its foil) and a control at chance (50%)
+COLOUR_EFFECT = 0.25
+#: the control's one-foil accuracy: chance. The power takes each model's variance at the largest an accuracy can
+#: have (that of 50%), the two models' answers independent pair by pair (a control at chance guesses)
+CONTROL_ACCURACY = 0.5
+_EFFECT_TEXT = ("a contrast of 25 points in one-foil accuracy: half the 50 between a model that learned every "
+                "planted colour word (its caption always above its foil) and a control at chance (50%)")
+_METHOD = ("closed form, each accuracy's variance at its largest (50%), the two models' answers independent pair "
+           "by pair")
+#: captions per world picture that each caption choice keeps, with a share ``s`` of captions naming the colour
+#: (five captions a picture): the first naming one, if any; caption #0, if it names one; every one naming one
+_PER_PICTURE = {"first_with_word": lambda s: 1 - (1 - s) ** 5, "first": lambda s: s, "all": lambda s: 5 * s}
+
+
+def world_pairs(parameters: core.Parameters) -> dict[str, int]:
+    """The benchmark pairs per data set that a caption world gives 02b and 02d at their parameters, expected
+    from the world's own: ``eval_images`` pictures in COCO's val2017 and in Flickr30k's val and test together,
+    each keeping :data:`_PER_PICTURE` captions of its five (``colour_share`` naming the main colour), at most
+    ``max_pairs``. ``{}`` where the data are no caption world (the papers' releases)."""
+    from ..data.registry import is_world_root, world_options
+
+    root = parameters.get("data_root")
+    if not is_world_root(root):
+        return {}
+    options = world_options("coco", str(root).partition("?")[2])
+    pairs = {}
+    for name, choice in (("coco", parameters.get("coco_caption_choice", "first_with_word")),
+                         ("flickr30k", parameters.get("flickr_caption_choice", "all"))):
+        count = round(options["eval_images"] * _PER_PICTURE[choice](options["colour_share"]))
+        pairs[name] = count if parameters.get("max_pairs") is None else min(count, int(parameters["max_pairs"]))
+    return pairs
+
+
+def accuracy_contrast_power(claim: str, n: int, n_text: str, why: str = "") -> core.Power:
+    """The power to detect :data:`COLOUR_EFFECT` as planted minus control in one-foil accuracy over ``n``
+    shared pairs: closed form (:func:`vlbias.stages.power_line`) with each accuracy's variance at its
+    largest, which a paired design with answers that go together can only lower."""
+    from ..stats import rate_contrast_se
+
+    se = rate_contrast_se((CONTROL_ACCURACY, n), (CONTROL_ACCURACY, n))
+    return core.power_line(claim, COLOUR_EFFECT, _EFFECT_TEXT, n, n_text, se, _METHOD, why)
+
+
+def _planted_pairs(parameters: core.Parameters) -> list[tuple[str, str]]:
+    """The (model, control) pairs of the page's ``controls`` whose model was trained here, the control another."""
+    controls = parameters.get("controls") or {}
+    return [(spec, control) for spec, control in controls.items()
+            if str(spec).startswith("trained:") and control and control != spec]
+
+
+def evaluation_power(parameters: core.Parameters, claim: str = "a caption told from its colour foil above "
+                     "chance, planted minus control (one foil)") -> list[core.Power]:
+    """02b's (and 02d's) power: one line per planted model with a control, at the world's pairs
+    (:func:`world_pairs`); none for the papers' models on their data (no control, nothing planted)."""
+    pairs = world_pairs(parameters)
+    planted = _planted_pairs(parameters)
+    if not pairs or not planted:
+        return []
+    n = sum(pairs.values())
+    counts = " and ".join(f"{count:,} {'COCO' if name == 'coco' else 'Flickr30k'}" for name, count in pairs.items())
+    return [accuracy_contrast_power(claim + (f" ({spec} against {control})" if len(planted) > 1 else ""), n,
+                                    f"about {n:,} pairs ({counts}, the world's expected count)")
+            for spec, control in planted]
+
+
+def generative_power(parameters: core.Parameters) -> list[core.Power]:
+    """02d: :func:`evaluation_power` by likelihood."""
+    return evaluation_power(parameters, "a caption told from its colour foil above chance by likelihood, planted "
+                                        "minus control (one foil)")
+
+
+def colour_model_power(parameters: core.Parameters) -> list[core.Power]:
+    """02c's power: the trained network against the same network untrained (or the snapshot
+    ``control_epochs`` names), on easy-VQA's test pictures with a known colour (at most ``max_test_images``)."""
+    if parameters.get("control_epochs") is None or parameters.get("control_epochs") == parameters.get("epochs"):
+        return []
+    from .colour_model import easy_vqa_labels
+
+    n = len(easy_vqa_labels("test"))
+    if parameters.get("max_test_images") is not None:
+        n = min(n, int(parameters["max_test_images"]))
+    return [accuracy_contrast_power("a caption told from its colour foil above chance, trained minus control (one "
+                                    "foil)", n, f"{n:,} easy-VQA test pictures, one caption each")]
 
 
 core.register(
@@ -146,18 +260,19 @@ core.register(
     core.NotebookDeclaration("02a_colorfoil_construction", datasets=data_needs),
     core.NotebookDeclaration(
         "02b_colorfoil_evaluation", datasets=data_needs, model_parameters=("model_specs", "blind_lm_spec"),
+        power=evaluation_power,
         stages=(core.StageDeclaration("pair-scores", ("model_specs",), score_estimates,
                                  writes="ColorFoil scores per model and data set (cache: colorfoil/)", units=score_units),
                 core.StageDeclaration("lm-scoring", ("blind_lm_spec",), blind_estimates,
                                  writes="language-model scores of captions and foils (cache)",
                                  left="the blind baseline's scores; the notebook computes them (cached)"))),
     core.NotebookDeclaration(
-        "02d_colorfoil_generative", datasets=data_needs, model_parameters=("model_specs",),
+        "02d_colorfoil_generative", datasets=data_needs, model_parameters=("model_specs",), power=generative_power,
         stages=(core.StageDeclaration("vlm-scoring", ("model_specs",), generative_estimates,
                                       writes="log-likelihoods of captions, foils and answers per generative model "
                                              "(cache: colorfoil/)",
                                       left="the notebook scores the pairs itself (cached per chunk)"),)),
-    core.NotebookDeclaration("02c_colorfoil_colour_model", datasets=_easy_vqa, stages=(
+    core.NotebookDeclaration("02c_colorfoil_colour_model", datasets=_easy_vqa, power=colour_model_power, stages=(
         core.StageDeclaration("training", (), _colour_model_estimate, writes="the easy-VQA colour model (in memory)",
                          left="trained in the notebook"),)),
 )

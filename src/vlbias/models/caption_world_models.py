@@ -19,6 +19,11 @@ answer is known (colour is the only thing a caption says that the picture shows)
 Every model trains on one torch thread into a directory keyed by every option; the world options
 (``train_images``, ``eval_images``, ``colour_share``, ``colours``, ``image_size``, ``world_seed``)
 name the world the page reads, so a changed world is a new world and new models.
+
+Each recipe says which causes behind ColorFoil's claims it plants (:func:`caption_world_plants`, the
+``plants`` of :func:`~vlbias.models.trained.register_trained`): captions that name each picture's colour
+(``colour_named``), and for the matcher, training against colour foils (``colour_foils``). None plants an
+advantage of one kind of model over the other.
 """
 
 from __future__ import annotations
@@ -64,6 +69,26 @@ def _explain_matcher(**options) -> str:
     return (f"a small ViLT-style cross-attention pairwise matcher trained {_world_sentence(options)} with an "
             f"image-text-matching loss, each caption naming a colour against its colour foil; "
             f"{options['epochs']} epochs, seed {options['seed']}")
+
+
+#: the causes behind ColorFoil's claims that the caption-world recipes can plant (keys of ``plants``)
+COLOUR_NAMED, COLOUR_FOILS = "colour_named", "colour_foils"
+
+
+def caption_world_plants(matcher: bool = False, **options) -> dict[str, str]:
+    """The causes behind ColorFoil's claims that a caption-world recipe plants with ``options``, in words:
+    ``colour_named``, captions that name each picture's main colour, where the model keeps its colour words
+    (``colour_words=1``; the matcher, without that option, always does) and the world names colours at all
+    (``colour_share > 0``); and, for the pairwise ``matcher``, ``colour_foils``: training that sets each such
+    caption against its colour foil. ``colour_words=0`` plants neither: the control. No recipe plants an
+    advantage of the pairwise matcher over the dual encoder, nor an answer to a question."""
+    if not options.get("colour_words", 1) or not options["colour_share"] > 0:
+        return {}
+    plants = {COLOUR_NAMED: (f"captions that name each picture's main colour ({options['colour_share']:.0%} of the "
+                             "training captions)")}
+    if matcher:
+        plants[COLOUR_FOILS] = "training that sets each caption naming a colour against its colour foil"
+    return plants
 
 
 def _world_root(options: dict) -> Path:
@@ -133,7 +158,8 @@ def _caption_clip_recipe(colour_words: int, epochs: int, batch_size: int, learni
 
 
 @register_trained("caption-clip", "image-text", CAPTION_CLIP_DEFAULTS,
-                  target=lambda **options: _caption_clip_recipe(**options)[2], explain=_explain_clip)
+                  target=lambda **options: _caption_clip_recipe(**options)[2], explain=_explain_clip,
+                  plants=caption_world_plants)
 def caption_clip(**options) -> Path:
     """A mini-CLIP dual encoder trained on the COCO caption world's train2017 captions, with or without
     their colour words (``colour_words``)."""
@@ -179,7 +205,8 @@ def matcher_pairs(captions: list[list[str]], mains: list[str], colours: list[str
 
 
 @register_trained("caption-matcher", "image-text", CAPTION_MATCHER_DEFAULTS,
-                  target=lambda **options: _matcher_recipe(**options)[1], explain=_explain_matcher)
+                  target=lambda **options: _matcher_recipe(**options)[1], explain=_explain_matcher,
+                  plants=lambda **options: caption_world_plants(**options, matcher=True))
 def caption_matcher(**options) -> Path:
     """A small ViLT-style pairwise matcher trained with an image-text-matching loss on the COCO caption
     world's train2017 captions that name a colour (positives) and their colour foils (negatives)."""
@@ -274,7 +301,8 @@ def _explain_captioner(**options) -> str:
 
 
 @register_trained("caption-captioner", "vision-language", CAPTION_CAPTIONER_DEFAULTS,
-                  target=lambda **options: _captioner_recipe(**options)[2], explain=_explain_captioner)
+                  target=lambda **options: _captioner_recipe(**options)[2], explain=_explain_captioner,
+                  plants=caption_world_plants)
 def caption_captioner(**options) -> Path:
     """A small LLaVA (:mod:`vlbias.models.small_llava`) trained to write the COCO caption world's
     train2017 captions, every picture with each of its five, with or without their colour words
