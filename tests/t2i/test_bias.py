@@ -154,8 +154,12 @@ def test_too_few_professions_with_a_person_leave_the_measures_undefined_and_say_
     assert scores["note"].str.contains(r"only 1 profession\(s\) of the 3 drawn .* annotator's prompts").all()
     table = compare_with_reference(generated_shares(labels), REFERENCE)
     assert np.isnan(bias_scores(table)["VRBS"]) and "need 3 or more" in bias_scores(table)["note"]
-    boxed = findings.bias_findings(scores, "CompVis/stable-diffusion-v1-4", published_scores())
-    assert [f.verdict for f in boxed] == ["cannot test", "cannot test"] and all("only 1 profession" in f.ours for f in boxed)
+    from vlbias.t2i.study import StudyRun
+
+    boxed = findings.bias_findings(StudyRun.from_labels("CompVis/stable-diffusion-v1-4", labels, REFERENCE),
+                                   None, published_scores())
+    assert [f.verdict for f in boxed] == ["cannot test", "cannot test"]
+    assert all("only 1 profession" in (f.ours + f.note) for f in boxed)
     nobody = labels.assign(perceived="no person", seed=range(len(labels)))
     change = paired_bootstrap_change(nobody, nobody, REFERENCE, n_boot=10)
     assert change[["a", "b", "change"]].isna().all().all() and change["note"].str.startswith("undefined: only 0").all()

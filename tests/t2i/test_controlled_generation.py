@@ -118,16 +118,33 @@ def test_planted_signal_generated_shares_follow_the_planted_shares(tmp_path, dem
     """The cause is planted: the model sees "a photo of a {kind}" with red in 10% to 90% of the
     pictures, never the word. At the demo settings (the default spec, 48 images per kind, 10 DDIM
     steps, guidance 3) the generated share of red per kind, labelled by the world's mini-CLIP, ranks
-    the kinds as the planted shares do: Spearman's rho >= 0.8. The two models are those the demo
-    book trained (its cache), so they are trained once per session."""
+    the kinds as the planted shares do beyond the control (the same recipe with every kind half red, on
+    the same seeds): the interval of rho planted minus control lies above 0, as 04e's box judges it. The
+    models are those the demo book trained (its cache), so they are trained once per session. The
+    placebo, the control's labels in the planted model's place: not recovered."""
+    from vlbias import book
     from vlbias.models import load_image_text_model
+    from vlbias.t2i import bias as t2i_bias, findings as t2i_findings
 
     annotator = load_image_text_model("trained:world-clip?share_spread=0", device="cpu")
-    model = load_text_to_image("trained:world-diffusion", device="cpu")
     reference = ct.planted_reference("trained:world-diffusion")
-    grid, _ = ct.sampler_grid(ct.guidance_runs(model, [3.0], num_inference_steps=10), annotator, ct.kind_jobs(48),
-                              tmp_path, reference, n_boot=200)
-    assert grid["rho"].iloc[0] >= 0.8
+    labels, grids = {}, {}
+    for spec in ("trained:world-diffusion", "trained:world-diffusion?share_spread=0"):
+        grids[spec], results = ct.sampler_grid(ct.guidance_runs(load_text_to_image(spec, device="cpu"), [3.0],
+                                                         num_inference_steps=10), annotator, ct.kind_jobs(48),
+                                        tmp_path, reference, n_boot=200)
+        labels[spec] = results["guidance 3"]["manifest"]
+    changes = pd.DataFrame(columns=["run", "measure"])
+    published = book.published(t2i_bias.SOURCE_TABLE)
+
+    def ranking(model, control):
+        return t2i_findings.controlled_findings(grids[model], "guidance 3", changes, "none", published, "trained:world-diffusion",
+                                                labels[model], labels[control], "trained:world-diffusion?share_spread=0",
+                                                reference, n_boot=500)[0]
+
+    found = ranking("trained:world-diffusion", "trained:world-diffusion?share_spread=0")
+    assert found.verdict == "recovered" and found.estimates["contrast"].low > 0
+    assert ranking("trained:world-diffusion?share_spread=0", "trained:world-diffusion").verdict == "not recovered"
     assert trained_checkpoint("world-diffusion").exists()
 
 
@@ -137,3 +154,6 @@ def test_controlled_generation_page(demo_book):
     assert "Demo output" in html and images >= 4
     for column in ("generated share", "VRBS", "slope", "diversity", "Spearman's ρ", "final loss"):
         assert column in html
+    # the planted ranking against its control, amplification at every guidance scale of the sweep, the power
+    assert "planted − control" in html and "✔ recovered" in html and "at guidance 5" in html
+    assert "this world plants no such cause" in html and "Power" in html

@@ -329,6 +329,10 @@ def test_redraw_check_draws_the_first_images_again_and_measures_their_pixel_diff
     finding = reproducibility_findings(drifted)[0]
     assert finding.verdict == "contradicts" and "0 identical to the pixel; largest difference 9 of 255" in finding.ours
     assert reproducibility_findings(redraw_check(DriftingPipeline(2), manifest, tmp_path, n=1))[0].verdict == "supports"
+    # no world plants whether a seed gives its picture again: on a model trained here the row says so
+    trained = reproducibility_findings(drifted, "trained:profession-diffusion")[0]
+    assert trained.verdict == "not planted" and "largest difference 9 of 255" in trained.ours
+    assert "exact: all 2 images drawn again" in trained.ours
     assert len(read_manifest(tmp_path)) == 6  # nothing written
     with pytest.raises(ValueError, match="n=0"):
         redraw_check(model, manifest, tmp_path, n=0)

@@ -97,30 +97,37 @@ def _labelled_by_colour(spec: str) -> pd.DataFrame:
                          "perceived": np.where(red, "female", "male")})
 
 
-def planted_and_control_rho() -> tuple[pd.Series, pd.Series]:
-    """Spearman's rho (estimate, ci_low, ci_high) of the planted model's and the uniform control's
-    images against the labour shares, the 40 WinoBias professions, colour labelled by pixels."""
+def planted_and_control_runs():
+    """The planted model's and the uniform control's images (the same prompts and starting noise, image by
+    image), labelled by pixels, as study runs scored against the labour shares (the 40 WinoBias professions)."""
+    from vlbias.t2i.study import StudyRun
+
     labour = t2i_bias.reference_shares()
 
-    def rho(spec: str) -> pd.Series:
+    def run(spec: str) -> StudyRun:
         labels = _labelled_by_colour(spec)
-        labels = labels[labels.profession.isin(labour.index)]
-        return t2i_bias.bootstrap_bias_scores(labels, labour, n_boot=300).loc["spearman_rho"]
+        return StudyRun.from_labels(spec, labels[labels.profession.isin(labour.index)].reset_index(drop=True), labour)
 
-    return rho(MODEL), rho(MODEL + "?share_scale=0")
+    return run(MODEL), run(MODEL + "?share_scale=0")
 
 
 @pytest.mark.slow
-def test_04b_rho_recovers_the_planted_shares_and_the_uniform_control_shows_none(demo_cache):
-    """04b's headline: Spearman's rho between generated and labour shares is positive beyond its
-    bootstrap interval for the model trained on the planted shares; the model trained on the uniform
-    control (every profession half red, 04c's comparison) ranks the professions far less, its whole
-    interval below the planted model's. (Its rho is not exactly 0: 16 images per profession leave
-    chance correlations of about +-0.2, and the percentile interval of rho is narrow.)"""
-    planted, control = planted_and_control_rho()
-    assert planted["ci_low"] > 0 and planted["estimate"] > 0.5
-    assert control["ci_high"] < planted["ci_low"]
-    assert abs(control["estimate"]) < 0.4
+def test_04b_rho_recovers_the_planted_shares_against_the_uniform_control(demo_cache):
+    """04b's headline as its box judges it: Spearman's rho of the planted model's generated shares against
+    the labour shares minus the uniform control's (every profession half red, 04a draws it on the same
+    seeds), with the paired bootstrap interval, lies above 0: "recovered". (The control's rho is not
+    exactly 0: 16 images per profession leave chance correlations of about +-0.2.) The placebo, the
+    control's labels in the planted model's place under the planted design: "not recovered"."""
+    from dataclasses import replace
+
+    from vlbias.t2i import findings as t2i_findings
+
+    planted, control = planted_and_control_runs()
+    ranking = t2i_findings.bias_findings(planted, control)[0]
+    contrast = ranking.estimates["contrast"]
+    assert ranking.verdict == "recovered" and contrast.low > 0 and contrast.how.startswith("paired bootstrap")
+    swapped = t2i_findings.bias_findings(replace(control, spec=MODEL), replace(planted, spec=control.spec))[0]
+    assert swapped.verdict == "not recovered"
 
 
 def test_04c_interval_sentences_say_why_a_degenerate_interval_is_not_a_finding():
@@ -195,24 +202,29 @@ def test_04d_declares_its_own_images_for_the_world_model():
     root = Path(__file__).resolve().parents[2]
     parameters = profiles.notebook_parameters(root, "04d_extensions", profiles.plan_run(root, "demo", ["04d_extensions"]))
     stages = extension_units(parameters, Context(root / "notebooks"))
-    assert [stage.spec for stage in stages] == [MODEL]
+    assert [stage.spec for stage in stages] == [MODEL, MODEL + "?share_scale=0"]  # the control on the same jobs
     jobs = stages[0].call["jobs"]
-    assert len(jobs) == 12 * 40 and "A photo of a physician" in set(jobs.prompt)
+    assert len(jobs) == 12 * parameters["images_per_profession"] and "A photo of a physician" in set(jobs.prompt)
+    assert stages[1].call["jobs"].equals(jobs) and stages[0].call["run_dir"] != stages[1].call["run_dir"]
 
 
-def _extension_verdicts(spec: str, output_dir) -> list[str]:
-    """04d's two verdicts on ``spec``'s images, drawn and labelled as the demo page does (its
-    professions, sampler and annotator, from params/demo.yml)."""
+def _extension_parameters() -> dict:
     from pathlib import Path
 
     from vlbias import profiles
-    from vlbias.models import load_image_text_model, load_text_to_image
-    from vlbias.t2i import annotation
-    from vlbias.t2i import findings as t2i_findings
-    from vlbias.t2i.generation import generate_to_disk, prompt_jobs
 
     root = Path(__file__).resolve().parents[2]
-    p = profiles.notebook_parameters(root, "04d_extensions", profiles.plan_run(root, "demo", ["04d_extensions"]))
+    return profiles.notebook_parameters(root, "04d_extensions", profiles.plan_run(root, "demo", ["04d_extensions"]))
+
+
+def _extension_labels(spec: str, output_dir) -> pd.DataFrame:
+    """04d's images of ``spec`` drawn and labelled as the demo page does (its professions, sampler and
+    annotator, from params/demo.yml)."""
+    from vlbias.models import load_image_text_model, load_text_to_image
+    from vlbias.t2i import annotation
+    from vlbias.t2i.generation import generate_to_disk, prompt_jobs
+
+    p = _extension_parameters()
     jobs = prompt_jobs(p["professions"], p["prompt_template"], p["images_per_profession"], seed=p["seed"])
     manifest = generate_to_disk(load_text_to_image(spec, device="cpu"), jobs, output_dir, batch_size=256, progress=False,
                                 num_inference_steps=p["num_inference_steps"], guidance_scale=p["guidance_scale"],
@@ -222,19 +234,27 @@ def _extension_verdicts(spec: str, output_dir) -> list[str]:
     ages, skin = annotation.extension_prompts(spec)
     manifest["age"] = annotation.label_image_files(annotator, files, ages, progress=False)
     manifest["skin tone"] = annotation.label_image_files(annotator, files, skin, progress=False)
-    found = t2i_findings.extension_findings(manifest, "skin tone", professions=p["probe_professions"])
-    return [finding.verdict for finding in found]
+    return manifest
 
 
 @pytest.mark.slow
-def test_04d_recovers_the_planted_age_and_skin_tone_and_the_uniform_control_neither(demo_cache, tmp_path):
-    """04d's headlines on the world's model: sand ("25-45") is perceived more often than any other tint
-    beyond both Wilson intervals, and the four light-favoured professions (the physician is the doctor)
-    light more often than the other professions beyond theirs. The uniform control (share_scale=0:
-    every tint and shade equally often in every profession) supports neither. (One profession alone is
-    no test: the control draws the physician light more often than the rest beyond the intervals.)"""
-    assert _extension_verdicts(MODEL, tmp_path / "planted") == ["supports", "supports"]
-    assert "supports" not in _extension_verdicts(MODEL + "?share_scale=0", tmp_path / "control")
+def test_04d_recovers_the_planted_age_and_skin_tone_against_the_uniform_control(demo_cache, tmp_path):
+    """04d's headlines as its box judges them: the 25-45 share minus the highest other age's, and the four
+    light-favoured professions' light share minus the others', each on the world's model minus the uniform
+    control (share_scale=0: every tint and shade equally often), drawn on the same jobs, with the paired
+    bootstrap interval above 0: both "recovered". The placebo (the control's labels in the planted model's
+    place, under the planted design): neither."""
+    from vlbias.t2i import findings as t2i_findings
+
+    p, control_spec = _extension_parameters(), MODEL + "?share_scale=0"
+    planted, control = _extension_labels(MODEL, tmp_path / "planted"), _extension_labels(control_spec, tmp_path / "control")
+    found = t2i_findings.extension_findings(planted, "skin tone", professions=p["probe_professions"], t2i_spec=MODEL,
+                                            control=control, control_spec=control_spec)
+    assert [f.verdict for f in found] == ["recovered", "recovered"]
+    assert all(f.estimates["contrast"].low > 0 for f in found)
+    swapped = t2i_findings.extension_findings(control, "skin tone", professions=p["probe_professions"], t2i_spec=MODEL,
+                                              control=planted, control_spec=control_spec)
+    assert [f.verdict for f in swapped] == ["not recovered", "not recovered"]
 
 
 def test_04a_declares_its_control_run_beside_the_model_on_the_same_jobs_and_none_without_one():
@@ -252,10 +272,19 @@ def test_04a_declares_its_control_run_beside_the_model_on_the_same_jobs_and_none
     assert parameters["control_spec"] == MODEL + "?share_scale=0"
     stages = plain_units(parameters, Context(root / "notebooks"))
     assert [stage.spec for stage in stages] == [MODEL, MODEL + "?share_scale=0"]
-    assert stages[0].call["jobs"].equals(stages[1].call["jobs"]) and len(stages[0].call["jobs"]) == 45 * 6
+    per = parameters["images_per_profession"]
+    assert stages[0].call["jobs"].equals(stages[1].call["jobs"]) and len(stages[0].call["jobs"]) == 45 * per
     assert stages[0].call["run_dir"] != stages[1].call["run_dir"]
+    # each in the study folder 04b's study_run labels (the same jobs and settings name the same folder)
+    from vlbias.t2i.study import study_directory
+
+    for stage in stages:
+        assert Path(stage.call["run_dir"]).parts[-2:] == study_directory(parameters, stage.spec).parts[-2:]
+        assert Path(stage.call["run_dir"]).name.startswith(f"plain_{per}-per-profession_")
     alone = plain_units({**parameters, "control_spec": None}, Context(root / "notebooks"))
     assert [stage.spec for stage in alone] == [MODEL]
+    # a control given as the model itself is drawn once
+    assert [stage.spec for stage in plain_units({**parameters, "control_spec": MODEL}, Context(root / "notebooks"))] == [MODEL]
 
 
 @pytest.mark.slow
@@ -265,6 +294,8 @@ def test_04a_generation_page_draws_the_trained_profession_model_beside_its_contr
     assert "planted share of red" in html and images >= 2
     assert "every profession half red: the uniform control" in html  # the banner names the control too
     assert "control_spec is None" not in text
+    # no world plants whether a seed gives its picture again: the box says so; the banner states the power
+    assert "this world plants no such cause" in html and "Power" in html and "cannot reach power" not in html
 
 
 @pytest.mark.slow
@@ -280,6 +311,10 @@ def test_04b_annotation_page_measures_the_trained_model_against_the_labour_share
                         if cell["cell_type"] == "code" for output in cell.get("outputs", []))
     assert "trained:world-vqa agrees with the zero-shot annotator on" in sentences and "κ = " in sentences
     assert "failed; their rows are missing" not in html
+    # the ranking judged against the control on the same seeds: planted, control and their difference; the
+    # page's power before any table, and no verdict on the paper's claim from a model trained here
+    assert "planted − control" in html and "✔ recovered" in html and "Power" in html
+    assert "✔ supports" not in html and "✘ contradicts" not in html and "cannot reach power" not in html
 
 
 @pytest.mark.slow
@@ -288,6 +323,10 @@ def test_04c_cads_page_compares_the_planted_model_with_the_uniform_control(demo_
     assert "models trained on a planted world" in html and "tiny:" not in html
     assert "trained:profession-diffusion?share_scale=0" in html
     assert "cohen" in html.lower()  # the two trained annotators' agreement table (κ defined)
+    # the model comparison reads 04b's study (the same VRBS), recovers the planted ranking against the control,
+    # and says that no world plants what CADS does
+    assert "is the grid's plain run above: the same images, labels and VRBS" in text
+    assert "✔ recovered" in html and "this world plants no such cause" in html and "cannot reach power" not in html
 
 
 @pytest.mark.slow
@@ -295,7 +334,8 @@ def test_04d_extensions_page_sets_the_planted_shares_beside_the_perceived(demo_b
     html, text, images = demo_book.page("04d_extensions")
     assert "models trained on a planted world" in html and "tiny:" not in html
     assert "planted share" in html and "perceived light share" in html and images >= 2
-    assert "physician, lawyer, ceo and manager together:" in html and "cannot test" not in html
+    assert "cannot test" not in html and "planted − control" in html
+    assert html.count("✔ recovered") >= 2 and "Fidelity of the planted model's labels" in text
 
 
 def cads_rho_change(output_dir, spec: str = MODEL, per_profession: int = PER_PROFESSION) -> pd.Series:

@@ -312,9 +312,25 @@ def explain_world_diffusion(share_spread: float, seed: int, steps: int, batch_si
             f"naming the colour; {planted}")
 
 
+#: the cause behind Part IV's claims that the planted world can plant (:func:`world_diffusion_plants`)
+KIND_SHARES = "kind_shares"
+
+
+def world_diffusion_plants(share_spread: float, **_) -> dict[str, str]:
+    """The cause behind Part IV's claims that ``trained:world-diffusion?...`` was trained with, in words:
+    red's share per kind spread around a half (``kind_shares``, when ``share_spread`` is above 0; 0 is
+    the control, every kind half red). Nothing in the world sets whether sampling amplifies the shares,
+    or what guidance or CADS does."""
+    if not share_spread > 0:
+        return {}
+    low, high = 50 * (1 - share_spread), 50 * (1 + share_spread)
+    return {KIND_SHARES: f"red's share per kind planted from {low:.0f}% to {high:.0f}% in the training pictures"}
+
+
 @register_trained("world-diffusion", "text-to-image", WORLD_DIFFUSION_DEFAULTS,
                   pipeline_class=world_diffusion_pipeline_class,
-                  target=lambda **options: _world_diffusion_recipe(**options)[3], explain=explain_world_diffusion)
+                  target=lambda **options: _world_diffusion_recipe(**options)[3], explain=explain_world_diffusion,
+                  plants=world_diffusion_plants)
 def world_diffusion(**options) -> Path:
     """A pixel-space text-to-image diffusion model trained on a planted world, captions never naming the colour."""
     from ..data import load_dataset

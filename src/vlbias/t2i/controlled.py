@@ -78,9 +78,14 @@ def amplification_slope(shares, reference) -> float:
 def bootstrap_slope(labels: pd.DataFrame, reference: pd.Series, target: str = TARGET, group: str = GROUP,
                     label: str = "perceived", n_boot: int = 1000, confidence: float = 0.95, seed: int = 0) -> dict:
     """:func:`amplification_slope` with a percentile interval, resampling images within each group
-    (binomial draws of the target count: the same resampling as :func:`.bias.bootstrap_bias_scores`)."""
+    (binomial draws of the target count: the same resampling as :func:`.bias.bootstrap_bias_scores`).
+    Against a reference whose shares are all the same (a world that plants no spread) no slope exists:
+    every value is NaN, with ``note`` saying why, and the page goes on."""
     table = t2i_bias.compare_with_reference(t2i_bias.generated_shares(labels, target, group, label, excluded=()),
                                             reference)
+    if len(table) < 2 or np.ptp(table["reference share"]) == 0:
+        return {"estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n_boot": 0,
+                "note": "every group's reference share is the same: no slope against it"}
     rng = np.random.default_rng(seed)
     n = table["n_person"].to_numpy()
     draws = rng.binomial(n, table["generated share"].to_numpy(), size=(n_boot, len(n))) / n
@@ -90,13 +95,17 @@ def bootstrap_slope(labels: pd.DataFrame, reference: pd.Series, target: str = TA
 
 
 def bias_row(manifest: pd.DataFrame, reference: pd.Series, n_boot: int = 1000, seed: int = 0) -> dict:
-    """VRBS, Spearman's rho and the amplification slope of one run, each with its 95% bootstrap interval."""
-    scores = t2i_bias.bootstrap_bias_scores(manifest, reference, target=TARGET, group=GROUP, excluded=(),
-                                            n_boot=n_boot, seed=seed)
+    """VRBS, Spearman's rho and the amplification slope of one run, each with its 95% bootstrap interval
+    (images resampled within each kind; rho's interval the one :mod:`vlbias.t2i.findings` judges the run by,
+    :func:`vlbias.t2i.study.study_scores`)."""
+    from .study import study_scores
+
+    scores = study_scores(manifest, reference, n_boot, seed, target=TARGET, group=GROUP, excluded=())
     slope = bootstrap_slope(manifest, reference, n_boot=n_boot, seed=seed)
     row = {}
-    for name, values in (("VRBS", scores.loc["VRBS"]), ("rho", scores.loc["spearman_rho"]), ("slope", slope)):
-        row.update({name: values["estimate"], f"{name} low": values["ci_low"], f"{name} high": values["ci_high"]})
+    for name, values in (("VRBS", scores["VRBS"]), ("rho", scores["spearman_rho"])):
+        row.update({name: values.value, f"{name} low": values.low, f"{name} high": values.high})
+    row.update({"slope": slope["estimate"], "slope low": slope["ci_low"], "slope high": slope["ci_high"]})
     return row
 
 
@@ -140,7 +149,7 @@ def paired_changes(results: Mapping[str, dict], baseline: str, reference: pd.Ser
                    seed: int = 0) -> pd.DataFrame:
     """For every run other than ``baseline``: the change of VRBS and rho from the baseline (paired
     bootstrap over shared seeds, :func:`.bias.paired_bootstrap_change`) and of the mean diversity
-    within a kind (mean over kinds of the per-kind differences)."""
+    within a kind (mean over kinds of the per-kind differences, its interval a bootstrap over the kinds)."""
     rows = []
     base = results[baseline]
     for name, run in results.items():
@@ -150,10 +159,14 @@ def paired_changes(results: Mapping[str, dict], baseline: str, reference: pd.Ser
                                                   group=GROUP, excluded=(), n_boot=n_boot, seed=seed)
         for measure, values in change.iterrows():
             rows.append({"run": name, "measure": measure, **values.to_dict()})
-        difference = (run["diversity"] - base["diversity"]).dropna()
+        difference = (run["diversity"] - base["diversity"]).dropna().to_numpy()
+        # the kinds resampled: the interval of the mean change over kinds (percentile)
+        means = difference[np.random.default_rng(seed).integers(0, difference.size, (n_boot, difference.size))].mean(
+            axis=1) if difference.size else np.array([np.nan])
         rows.append({"run": name, "measure": "diversity", "a": base["diversity"].mean(), "b": run["diversity"].mean(),
-                     "change": difference.mean(), "kinds higher": int((difference > 0).sum()),
-                     "kinds": len(difference)})
+                     "change": difference.mean() if difference.size else np.nan,
+                     **t2i_bias.percentile_interval(means, 0.95), "kinds higher": int((difference > 0).sum()),
+                     "kinds": int(difference.size)})
     return pd.DataFrame(rows)
 
 

@@ -1,7 +1,7 @@
 """The image runs Part IV draws: their job lists and folder names, each built in one place.
 
-A notebook's calls (:func:`vlbias.t2i.compare.noise_scale_grid`, :func:`~vlbias.t2i.compare.model_comparison`,
-the controls' baselines of ``04c_cads``) and the declarations that ``python -m vlbias precompute``
+A notebook's calls (:func:`vlbias.t2i.study.study_run`, behind 04b's study and 04c's grid and model
+comparison; the controls' baselines of ``04c_cads``) and the declarations that ``python -m vlbias precompute``
 reads (:mod:`vlbias.t2i.stages`) both take their jobs and folders from here, so a run drawn ahead
 of the notebook lands where the notebook looks for it.
 """
@@ -29,6 +29,29 @@ def study_jobs(template: str, per_profession: int, seed: int = 0, include_source
 
     professions = study_professions(include_source_cases=include_source_cases)
     return prompt_jobs(list(professions.profession), template, per_profession, seed=seed, articles=articles)
+
+
+def study_folder(jobs: pd.DataFrame, settings: Mapping, config: CADSConfig | None = None) -> str:
+    """The folder of a run of the study's ``jobs`` with the pipeline ``settings``, plain (``config`` None or
+    off) or with CADS: ``plain`` or the CADS label, the images per profession, and a digest of the jobs
+    (profession, prompt, seed) and settings. Every page that draws the same jobs the same way (04a, 04b,
+    04c's grid and model comparison, the model card) finds the same images there; another job list never
+    lands in a folder holding this one's (which :func:`~vlbias.t2i.generation.generate_to_disk` refuses)."""
+    import hashlib
+    import json
+
+    per = int(jobs.groupby("profession", sort=False).size().max()) if len(jobs) else 0
+    recipe = jobs[["profession", "prompt", "seed"]].to_csv(index=False) + json.dumps(
+        {name: settings[name] for name in sorted(settings)}, default=str)
+    name = "plain" if config is None or config.is_off else config.label()
+    return f"{name}_{per}-per-profession_{hashlib.sha256(recipe.encode()).hexdigest()[:8]}"
+
+
+def named_folder(name: str, jobs: pd.DataFrame, settings: Mapping) -> str:
+    """The folder of a run named ``name`` (04c's baselines, ``intervention=...`` and ``negative=...``; 04d's
+    :data:`EXTENSION_FOLDER`) on ``jobs`` with ``settings``: the name, the images per profession and a
+    digest of both, as :func:`study_folder` (a longer job list is another folder, never a clash)."""
+    return name + study_folder(jobs, settings).removeprefix("plain")
 
 
 def grid_folder(config: CADSConfig) -> str:

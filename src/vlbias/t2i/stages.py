@@ -112,9 +112,10 @@ def annotation(units, models: tuple[str, ...] = ("annotator_spec",)) -> core.Sta
 
 
 def vlm_annotation_estimates(parameters: core.Parameters, context: core.Context) -> list[core.Estimate]:
-    """04b per generative annotator: every plain image scored against each answer phrasing of
-    ``vlm_answers`` (the closed-form choice), and one free answer of ``vlm_max_new_tokens`` per image."""
-    images = sum(stage.n_items for stage in annotated_plain_units(parameters, context))
+    """04b per generative annotator: each of the model's study images it is asked about (:func:`vlm_images`)
+    scored against each answer phrasing of ``vlm_answers`` (the closed-form choice), and one free answer of
+    ``vlm_max_new_tokens`` per image."""
+    images = vlm_images(parameters)
     answers = parameters["vlm_answers"]
     texts = sum(1 if isinstance(value, str) else len(value) for value in answers.values())
     tokens = images * int(parameters["vlm_max_new_tokens"])
@@ -134,135 +135,298 @@ def cads_settings(parameters: core.Parameters) -> dict:
             "rescale": parameters["rescale"], "schedule": parameters["schedule"], "branch": parameters["cads_branch"]}
 
 
+def _study_stage(parameters: core.Parameters, context: core.Context, notebook: str, spec: str, cads: CADSConfig | None = None,
+                 **changes) -> core.Stage:
+    """The stage of ``spec``'s study run at the setting of ``parameters`` (``changes`` applied), as
+    :func:`vlbias.t2i.study.study_run` draws it: the same jobs, settings and folder."""
+    from .study import generation_settings, study_jobs
+    from .runs import study_folder
+
+    generation = generation_settings(parameters, **{k: v for k, v in changes.items() if k in GENERATION_KEYS})
+    jobs = study_jobs(parameters, **{k: v for k, v in changes.items() if k not in GENERATION_KEYS})
+    config = None if cads is None or cads.is_off else cads
+    return image_stage(parameters, context, notebook, spec, jobs, study_folder(jobs, generation, config), generation,
+                       config)
+
+
+GENERATION_KEYS = ("num_inference_steps", "guidance_scale", "height", "width")
+
+
+def _unique(stages: list[core.Stage]) -> list[core.Stage]:
+    """One stage per run folder (a page's grid and model comparison can ask for the same study run)."""
+    seen, kept = set(), []
+    for stage in stages:
+        if (stage.spec, stage.call["run_dir"]) not in seen:
+            seen.add((stage.spec, stage.call["run_dir"]))
+            kept.append(stage)
+    return kept
+
+
 def card_units(spec: str, study: core.Parameters, comparison: core.Parameters, context: core.Context,
                notebook: str = "05a_model_card") -> list[core.Stage]:
     """The images a model card of the text-to-image ``spec`` draws (the Part IV measures of
-    :mod:`vlbias.audit`), in the folders and with the settings the audit uses, ``study`` and
-    ``comparison`` being 04b's and 04c's parameters under the card's profile: 04b's jobs at 04b's
-    guidance scale (occupational bias: 04a's and 04b's folder) and, where that scale guides, without
-    guidance (the guidance change: a folder of its own), and 04c's jobs plain and with CADS at
-    ``comparison_noise_scale`` (the CADS change: 04c's grid folders). Where a book run drew a folder
-    already, the plan counts it once and the card resumes it."""
+    :mod:`vlbias.audit`), as :func:`vlbias.t2i.study.study_run` draws them, ``study`` and ``comparison``
+    being 04b's and 04c's parameters under the card's profile: 04b's study (occupational bias: 04a's and
+    04b's folder), its control's where 04b names one (the card's claims are judged against it), and, where
+    its scale guides, the same study without guidance (the guidance change), and
+    04c's model comparison's study plain and with CADS at ``comparison_noise_scale`` (the CADS change).
+    Where a book run drew a folder already, the plan counts it once and the card resumes it."""
     from ..audit import NO_GUIDANCE
-    from . import runs
-    from .cads import CADSConfig
+    from .compare import cads_config, comparison_parameters
 
-    jobs = runs.study_jobs(study["prompt_template"], int(study["images_per_profession"]), seed=study["seed"],
-                           include_source_cases=study["include_source_cases"])
-    stages = [image_stage(study, context, notebook, spec, jobs, runs.PLAIN_FOLDER)]
+    stages = [_study_stage(study, context, notebook, spec)]
+    if study.get("control_spec") and study["control_spec"] != spec:  # the card's claims are judged against it
+        stages.append(_study_stage(study, context, notebook, study["control_spec"]))
     if float(study["guidance_scale"]) > NO_GUIDANCE:
-        stages.append(image_stage(study, context, notebook, spec, jobs, f"guidance {NO_GUIDANCE:g}",
-                                  _settings(study, guidance_scale=NO_GUIDANCE)))
-    grid_jobs = runs.study_jobs(comparison["prompt_template"], int(comparison["images_per_profession"]),
-                                seed=comparison["seed"], include_source_cases=False)
-    cads = cads_settings(comparison)
+        stages.append(_study_stage(study, context, notebook, spec, guidance_scale=NO_GUIDANCE))
+    setting = comparison_parameters(comparison)
     for noise_scale in (0.0, float(comparison["comparison_noise_scale"])):
-        config = CADSConfig(noise_scale=noise_scale, **cads)
-        stages.append(image_stage(comparison, context, notebook, spec, grid_jobs, runs.grid_folder(config),
-                                  cads=None if config.is_off else config))
-    return stages
+        stages.append(_study_stage(setting, context, notebook, spec, cads_config(comparison, noise_scale)))
+    return _unique(stages)
 
 
 # --------------------------------------------------------------------------- the notebooks' runs
 
 
-def plain_units(parameters: core.Parameters, context: core.Context) -> list[core.Stage]:
-    """The plain run of ``04a_generation``, and its ``control_spec``'s on the same jobs where one is given."""
-    from . import runs
+def _specs(parameters: core.Parameters, *names: str) -> list[str]:
+    """The specs the parameters ``names`` hold, in order, each once (a control equal to the model: once)."""
+    return list(dict.fromkeys(parameters[name] for name in names if parameters.get(name)))
 
-    jobs = runs.study_jobs(parameters["prompt_template"], int(parameters["images_per_profession"]),
-                           seed=parameters["seed"], include_source_cases=parameters["include_source_cases"],
-                           articles=parameters["prompt_articles"])
-    specs = [parameters["t2i_spec"], *([parameters["control_spec"]] if parameters.get("control_spec") else [])]
-    return [image_stage(parameters, context, "04a_generation", spec, jobs, runs.PLAIN_FOLDER) for spec in specs]
+
+def plain_units(parameters: core.Parameters, context: core.Context) -> list[core.Stage]:
+    """The plain run of ``04a_generation``, and its ``control_spec``'s on the same jobs where one is given,
+    each in its study folder (:func:`vlbias.t2i.study.study_directory`: where 04b and 04c read them)."""
+    return [_study_stage(parameters, context, "04a_generation", spec) for spec in _specs(parameters, "t2i_spec", "control_spec")]
 
 
 def annotated_plain_units(parameters: core.Parameters, context: core.Context) -> list[core.Stage]:
-    """The plain run as ``04b_annotation_and_metrics`` asks for it (04a's folder: the same images
-    when the two notebooks' parameters agree, else 04b draws what is missing)."""
-    from . import runs
+    """The study runs ``04b_annotation_and_metrics`` labels: the model's and its control's (04a's folders:
+    the same images when the two notebooks' parameters agree, else 04b draws what is missing)."""
+    return [_study_stage(parameters, context, "04b_annotation_and_metrics", spec)
+            for spec in _specs(parameters, "t2i_spec", "control_spec")]
 
-    jobs = runs.study_jobs(parameters["prompt_template"], int(parameters["images_per_profession"]),
-                           seed=parameters["seed"], include_source_cases=parameters["include_source_cases"])
-    return [image_stage(parameters, context, "04b_annotation_and_metrics", parameters["t2i_spec"], jobs,
-                        runs.PLAIN_FOLDER)]
+
+def vlm_images(parameters: core.Parameters) -> int:
+    """How many of the model's study images 04b's generative annotators are asked about: the first
+    ``vlm_images_per_profession`` of each profession (None: all)."""
+    from .study import study_jobs
+
+    jobs = study_jobs(parameters)
+    per = parameters.get("vlm_images_per_profession")
+    return len(jobs) if per is None else int(jobs.groupby("profession").head(int(per)).shape[0])
 
 
 def cads_units(parameters: core.Parameters, context: core.Context) -> list[core.Stage]:
-    """04c's images, one stage per folder: the noise-scale grid, the controls' baselines and the
-    model comparison (every spec plain, and with CADS where asked)."""
+    """04c's images, one stage per folder: the noise-scale grid on the page's study (s = 0: the plain run,
+    04b's where the setting is 04b's), the controls' baselines and the model comparison (every spec plain,
+    and with CADS where asked), each study run once."""
     from . import runs
-    from .cads import CADSConfig
+    from .compare import cads_config, comparison_parameters
+    from .study import generation_settings, study_jobs
 
     name, spec = "04c_cads", parameters["t2i_spec"]
-    jobs = runs.study_jobs(parameters["prompt_template"], int(parameters["images_per_profession"]),
-                           seed=parameters["seed"], include_source_cases=False)
-    cads = cads_settings(parameters)
-    stages = []
-    for noise_scale in parameters["noise_scales"]:
-        config = CADSConfig(noise_scale=noise_scale, **cads)
-        stages.append(image_stage(parameters, context, name, spec, jobs, runs.grid_folder(config),
-                                  cads=None if config.is_off else config))
+    stages = [_study_stage(parameters, context, name, spec, cads_config(parameters, s)) for s in parameters["noise_scales"]]
+    jobs = study_jobs(parameters)
     _, control_jobs = runs.control_jobs(jobs, parameters["control_professions"])
     for baseline_jobs, extra, folder in runs.control_baselines(control_jobs, parameters["intervention_suffix"],
                                                                parameters["negative_prompt"]).values():
-        stages.append(image_stage(parameters, context, name, spec, baseline_jobs, folder, _settings(parameters, **extra)))
+        settings = {**generation_settings(parameters), **extra}
+        stages.append(image_stage(parameters, context, name, spec, baseline_jobs,
+                                  runs.named_folder(folder, baseline_jobs, settings), settings))
     compared = list(parameters["t2i_specs"] or [])
-    if compared:
-        comparison_jobs = runs.study_jobs(parameters["prompt_template"],
-                                          int(parameters["comparison_images_per_profession"]), seed=parameters["seed"],
-                                          include_source_cases=False)
-        size = parameters["comparison_size"]
-        settings = _settings(parameters, height=size, width=size)
-        comparison_cads = {"noise_scale": parameters["comparison_noise_scale"], **cads}
-        for model_spec in compared:
-            for _, config in runs.comparison_samplers(model_spec, parameters["cads_t2i_specs"] or [], comparison_cads):
-                stages.append(image_stage(parameters, context, name, model_spec, comparison_jobs,
-                                          runs.comparison_folder(config), settings, config))
-    return stages
+    setting = comparison_parameters(parameters)
+    for model_spec in compared:
+        stages.append(_study_stage(setting, context, name, model_spec))
+        if model_spec in (parameters["cads_t2i_specs"] or []):
+            stages.append(_study_stage(setting, context, name, model_spec,
+                                       cads_config(parameters, parameters["comparison_noise_scale"])))
+    return _unique(stages)
 
 
 def extension_units(parameters: core.Parameters, context: core.Context) -> list[core.Stage]:
-    """04d's images: its own professions and prompt template, in its own folder."""
+    """04d's images: its own professions and prompt template, in its own folder, for the model and its
+    control (on the same jobs)."""
     from . import runs
     from .generation import prompt_jobs
+    from .study import generation_settings
 
     jobs = prompt_jobs(list(parameters["professions"]), parameters["prompt_template"],
                        int(parameters["images_per_profession"]), seed=parameters["seed"])
-    return [image_stage(parameters, context, "04d_extensions", parameters["t2i_spec"], jobs, runs.EXTENSION_FOLDER)]
+    settings = generation_settings(parameters)
+    return [image_stage(parameters, context, "04d_extensions", spec, jobs,
+                        runs.named_folder(runs.EXTENSION_FOLDER, jobs, settings), settings)
+            for spec in _specs(parameters, "t2i_spec", "control_spec")]
 
 
 def _planted_world_estimate(parameters: core.Parameters, context: core.Context) -> list[core.Estimate]:
     from ..data.planted_world import KINDS as WORLD_KINDS
 
     sweep = len(set(parameters["guidance_scales"])) + len(parameters["noise_scales"]) - 1
-    images = len(WORLD_KINDS) * int(parameters["images_per_kind"]) * max(sweep, 1)
+    control = 1 if parameters.get("control_spec") and parameters["control_spec"] != parameters["diffusion_spec"] else 0
+    images = len(WORLD_KINDS) * int(parameters["images_per_kind"]) * (max(sweep, 1) + control)
     return [core.Estimate(parameters["diffusion_spec"], images,
                      line=f"up to {images:,} small images of the planted world, generated and labelled by models "
-                          "trained in the book (CPU minutes)")]
+                          "trained in the book (CPU minutes)" + (", the control's among them" if control else ""))]
+
+
+# --------------------------------------------------------------------------- power of the planted contrasts
+# A page that trains a model on a planted world judges each planted claim against its control
+# (vlbias.t2i.findings). What each page can detect at the images its parameters give, simulated from the
+# world's planted shares under a stated fidelity (vlbias.t2i.power); the banner shows it, before any
+# table where it falls short of the power required.
+
+WHY_FEWER = "the demo's speed limit: every image is drawn on the CPU by both models"
+
+
+def _profession_options(spec) -> dict | None:
+    from .profession_world import _trained_world_options
+
+    try:
+        return _trained_world_options(str(spec)) if spec else None
+    except (KeyError, ValueError):
+        return None
+
+
+def _short(power_at, images: int) -> int | None:
+    from .power import needed_images
+
+    return needed_images(power_at, images, core.REQUIRED_POWER)
+
+
+def ranking_power(parameters: core.Parameters, images_key: str = "images_per_profession") -> list[core.Power]:
+    """The power of the ranking contrast (ρ planted − ρ control) on the profession world: for a
+    ``t2i_spec`` trained on it with shares planted, beside a ``control_spec`` other than itself, at
+    ``parameters[images_key]`` images per profession of each model (04a draws them, 04b judges them, 04c's
+    model comparison reads them)."""
+    from .bias import reference_shares
+    from .power import DRAWS, PROFESSION_FIDELITY, STUDIES, ranking_power as simulated
+    from .profession_world import planted_shares
+
+    spec, control = parameters.get("t2i_spec"), parameters.get("control_spec")
+    options = _profession_options(spec)
+    if options is None or not options["share_scale"] or not control or control == spec:
+        return []
+    labour = reference_shares()
+    planted = planted_shares(options["share_scale"], options["source_cases"]).reindex(labour.index).dropna().to_numpy()
+    images = int(parameters.get(images_key) or parameters["images_per_profession"])
+    power = simulated(planted, images, PROFESSION_FIDELITY)
+    needed = None if power >= core.REQUIRED_POWER else _short(
+        lambda n: simulated(planted, n, PROFESSION_FIDELITY, studies=200), images)
+    return [core.Power("the generated shares rank the professions as labour statistics do (ρ planted − ρ control)",
+                       PROFESSION_FIDELITY,
+                       f"the labour-statistics shares planted in {len(planted)} professions, of which the labels are "
+                       f"assumed to keep a fidelity of {PROFESSION_FIDELITY:g} (the labelled share of red 0.5 + "
+                       f"{PROFESSION_FIDELITY:g} × (planted − 0.5)); the control's a half everywhere",
+                       images, f"{images} images per profession of each model ({images * len(planted):,} on the "
+                       f"{len(planted)} professions with a labour share)", power,
+                       f"simulation of {STUDIES} studies from the world's planted shares, {DRAWS} bootstrap draws "
+                       "each", needed, WHY_FEWER if needed else "")]
+
+
+def extension_power(parameters: core.Parameters) -> list[core.Power]:
+    """04d's two contrasts against its control: the 25-45 tint (simulated) and the chosen professions' light
+    shade (closed form, four independent proportions), at the fidelity assumed for the profession world."""
+    from ..stats import normal_power
+    from .power import DRAWS, PROFESSION_FIDELITY, STUDIES, age_tint_power, light_shade_effect, light_shade_se
+
+    spec, control = parameters.get("t2i_spec"), parameters.get("control_spec")
+    options = _profession_options(spec)
+    if options is None or not options["share_scale"] or not control or control == spec:
+        return []
+    fidelity = PROFESSION_FIDELITY * options["share_scale"]
+    per = int(parameters["images_per_profession"])
+    professions = list(parameters["professions"])
+    chosen = [name for name in professions if name in set(parameters.get("probe_professions") or [])]
+    lines = []
+    if options["age_peak"] > 0.25:
+        images = per * len(professions)
+        power = age_tint_power(options["age_peak"], images, fidelity)
+        needed = None if power >= core.REQUIRED_POWER else len(professions) * _short(
+            lambda n: age_tint_power(options["age_peak"], n * len(professions), fidelity, studies=200), per)
+        lines.append(core.Power("people perceived as 25-45 drawn more often than any other age (planted − control)",
+                                fidelity, f"the sand tint planted in {options['age_peak']:.0%} of the pictures, of which "
+                                f"the labels are assumed to keep a fidelity of {fidelity:g}", images,
+                                f"{images:,} images of each model ({per} per profession)", power,
+                                f"simulation of {STUDIES} studies from the world's planted shares, {DRAWS} bootstrap "
+                                "draws each", needed, WHY_FEWER if needed else ""))
+    if options["light_share"] > 1 / 3 and chosen and parameters.get("probe") == "skin tone":
+        effect = light_shade_effect(options["light_share"], fidelity)
+        n_chosen, n_other = per * len(chosen), per * (len(professions) - len(chosen))
+        se = light_shade_se(effect + 1 / 3, n_chosen, n_other)
+        power = normal_power(effect, se)
+        needed = None
+        if power < core.REQUIRED_POWER:
+            needed = per
+            while normal_power(effect, light_shade_se(effect + 1 / 3, needed * len(chosen),
+                                                      needed * (len(professions) - len(chosen)))) < core.REQUIRED_POWER:
+                needed += 1
+            needed *= len(professions)
+        lines.append(core.Power(f"the light shade drawn more often for {', '.join(chosen)} (planted − control)", effect,
+                                f"a contrast of {100 * effect:.0f} points: the light shade planted in "
+                                f"{options['light_share']:.0%} of their pictures (a third elsewhere), at an assumed "
+                                f"fidelity of {fidelity:g}", per * len(professions),
+                                f"{n_chosen:,} images of those professions and {n_other:,} of the others, per model",
+                                power, "closed form, four independent proportions (Newcombe's setting)", needed,
+                                WHY_FEWER if needed else ""))
+    return lines
+
+
+def controlled_power(parameters: core.Parameters) -> list[core.Power]:
+    """04e's planted contrast, ρ against the training shares (planted − control), at the main guidance scale
+    (the claim 04e's box tests there), at ``images_per_kind`` images per kind."""
+    import numpy as np
+
+    from ..data.planted_world import spread_shares
+    from ..models.trained import trained_options
+    from .power import DRAWS, STUDIES, WORLD_FIDELITY, ranking_power as simulated
+
+    spec, control = str(parameters.get("diffusion_spec") or ""), parameters.get("control_spec")
+    if not spec.startswith("trained:world-diffusion") or not control or control == spec:
+        return []
+    _, options = trained_options(spec.partition(":")[2])
+    if not options["share_spread"]:
+        return []
+    planted = np.array(list(spread_shares(options["share_spread"]).values()))
+    images = int(parameters["images_per_kind"])
+    power = simulated(planted, images, WORLD_FIDELITY)
+    needed = None if power >= core.REQUIRED_POWER else _short(
+        lambda n: simulated(planted, n, WORLD_FIDELITY, studies=200), images)
+    return [core.Power(f"the generated shares rank the kinds as the training data do, at guidance "
+                       f"{float(parameters['guidance_scale']):g} (ρ planted − ρ control)", WORLD_FIDELITY,
+                       f"red's share planted from {planted.min():.0%} to {planted.max():.0%} over {planted.size} kinds, "
+                       f"of which the labels are assumed to keep a fidelity of {WORLD_FIDELITY:g}; the control's a "
+                       "half everywhere", images, f"{images} images per kind of each model ({images * planted.size:,})",
+                       power, f"simulation of {STUDIES} studies from the world's planted shares, {DRAWS} bootstrap "
+                       "draws each", needed, WHY_FEWER if needed else "")]
 
 
 core.register(
     NOTEBOOKS,
     core.NotebookDeclaration("04a_generation", model_parameters=("t2i_spec", "control_spec"),
-                             stages=(generation(plain_units, ("t2i_spec", "control_spec")),)),
+                             stages=(generation(plain_units, ("t2i_spec", "control_spec")),), power=ranking_power),
     core.NotebookDeclaration(
-        "04b_annotation_and_metrics", model_parameters=("t2i_spec", "annotator_spec", "vlm_annotator_specs"),
-        stages=(generation(annotated_plain_units), annotation(annotated_plain_units),
+        "04b_annotation_and_metrics", model_parameters=("t2i_spec", "control_spec", "annotator_spec",
+                                                        "vlm_annotator_specs"),
+        power=ranking_power,
+        stages=(generation(annotated_plain_units, ("t2i_spec", "control_spec")), annotation(annotated_plain_units),
                 core.StageDeclaration("vlm-scoring", ("vlm_annotator_specs",), vlm_annotation_estimates,
                                       writes="answer scores and free answers per generative annotator (cache: "
                                              "vlm_annotation/, generations/)",
                                       left="the notebook asks the generative annotators itself (cached per chunk)")),
         reads=("04a_generation",)),
     core.NotebookDeclaration(
-        "04c_cads", model_parameters=("t2i_spec", "annotator_spec", "second_annotator_spec", "t2i_specs",
-                                      "cads_t2i_specs", "face_annotator_spec"),
+        "04c_cads", model_parameters=("t2i_spec", "control_spec", "annotator_spec", "second_annotator_spec",
+                                      "t2i_specs", "cads_t2i_specs", "face_annotator_spec"),
+        power=lambda parameters: ranking_power(parameters, "comparison_images_per_profession"),
         stages=(generation(cads_units, ("t2i_spec", "t2i_specs", "cads_t2i_specs")),
                 annotation(cads_units, ("annotator_spec", "second_annotator_spec", "face_annotator_spec")))),
-    core.NotebookDeclaration("04d_extensions", model_parameters=("t2i_spec", "annotator_spec"),
-                        stages=(generation(extension_units), annotation(extension_units))),
+    core.NotebookDeclaration("04d_extensions", model_parameters=("t2i_spec", "control_spec", "annotator_spec"),
+                             power=extension_power,
+                             stages=(generation(extension_units, ("t2i_spec", "control_spec")),
+                                     annotation(extension_units))),
     core.NotebookDeclaration(
-        "04e_controlled_generation", model_parameters=("diffusion_spec", "annotator_spec"),
+        "04e_controlled_generation", model_parameters=("diffusion_spec", "control_spec", "annotator_spec"),
+        power=controlled_power,
         stages=(core.StageDeclaration("generation", ("diffusion_spec",), _planted_world_estimate,
                                  writes="small images per sampler under output_dir; the trained models' checkpoints",
                                  left="its own sampler grids on models trained in the book; the notebook draws them"),)),

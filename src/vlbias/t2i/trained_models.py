@@ -70,10 +70,40 @@ def explain_profession_diffusion(share_scale: float, source_cases: int, seed: in
             f"the colour, background or shade; {planted}")
 
 
+#: the causes behind Part IV's claims that the profession world can plant (the keys of
+#: :func:`profession_diffusion_plants`, named by the claims of :mod:`vlbias.t2i.findings`)
+LABOUR_SHARES, AGE_TINT, LIGHT_SHADE = "labour_shares", "age_tint", "light_shade"
+
+
+def profession_diffusion_plants(share_scale: float, age_peak: float, light_share: float, **_) -> dict[str, str]:
+    """The causes behind Part IV's claims that ``trained:profession-diffusion?...`` was trained with, in
+    words: red (playing "female") at the labour-statistics shares (``labour_shares``, when ``share_scale``
+    is above 0), the sand tint (playing age 25-45) drawn more often than each other tint (``age_tint``,
+    when ``age_peak`` is above a quarter) and the light shade drawn more often in the light-favoured
+    professions (``light_shade``, when ``light_share`` is above a third); ``share_scale=0`` plants none
+    of them (the uniform control). Nothing plants what CADS or guidance does."""
+    from .profession_world import LIGHT_PROFESSIONS, age_shares, skin_shares
+
+    if not share_scale > 0:
+        return {}
+    plants = {LABOUR_SHARES: "red (playing 'female') drawn at "
+                             + ("each profession's labour-statistics female share" if share_scale == 1 else
+                                f"0.5 + {share_scale:g} × (the labour-statistics female share − 0.5)")}
+    if age_peak > 0.25:
+        ages = age_shares(share_scale, age_peak)
+        plants[AGE_TINT] = (f"the sand background (playing age 25-45) in {ages['25-45']:.0%} of the pictures, each "
+                            f"other tint in {ages['under 25']:.0%}")
+    if light_share > 1 / 3:
+        light = skin_shares(LIGHT_PROFESSIONS[0], share_scale, light_share)["light (I-II)"]
+        plants[LIGHT_SHADE] = (f"the light shade (playing Fitzpatrick I-II) in {light:.0%} of the pictures of "
+                               f"{', '.join(LIGHT_PROFESSIONS)}, a third elsewhere")
+    return plants
+
+
 @register_trained("profession-diffusion", "text-to-image", PROFESSION_DIFFUSION_DEFAULTS,
                   pipeline_class=world_diffusion_pipeline_class,
                   target=lambda **options: _profession_diffusion_recipe(**options)[3],
-                  explain=explain_profession_diffusion)
+                  explain=explain_profession_diffusion, plants=profession_diffusion_plants)
 def profession_diffusion(**options) -> Path:
     """The world-diffusion model trained on Part IV's profession world: each study profession a
     shape, the share of red (playing "female") planted at ``0.5 + share_scale * (labour share - 0.5)``,
