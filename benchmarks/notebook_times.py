@@ -3,6 +3,7 @@
     python benchmarks/notebook_times.py [--only NAME ...] [--cells N] [--one-cache]
     python benchmarks/notebook_times.py --against REV [--only NAME ...]
     python benchmarks/notebook_times.py --jobs 1 2 [--only NAME ...]
+    python benchmarks/notebook_times.py --against REV --jobs 2
 
 Each run is ``python -m vlbias run --profile demo --only NAME --no-build`` in a fresh process, with
 ``VLBIAS_CACHE_DIR`` (and ``output_dir``, where a notebook has one) pointing at a new temporary folder
@@ -14,6 +15,8 @@ per notebook the cold and warm wall times and, of the warm run, the seconds spen
 ``--against REV`` times the book cold as ``--one-cache`` does, for this checkout and for git revision ``REV``
 (a temporary worktree), alternating notebook by notebook so that drift in the machine's speed falls on
 both: the before/after of a change, in one run.
+``--against REV --jobs J`` times the whole book as ``make book`` runs it, cold and warm, for this checkout and
+for ``REV``, in one run (REV cold, this cold, this warm, REV warm): a change's cost in the reader's own terms.
 ``--one-cache`` times the book as a reader runs it: every notebook in order from ONE empty cache (later
 notebooks reuse what earlier ones cached, as in ``make book``), then all again warm. Without it each
 notebook gets its own empty cache, so the cold column is each notebook alone (an upper bound).
@@ -28,6 +31,7 @@ each cold run shows what the first one's shows (:mod:`vlbias.pages`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -66,9 +70,10 @@ def timed_run(name: str, cache: str, root: Path = ROOT) -> tuple[float, list[tup
     return wall, durations
 
 
-def book_run(jobs: int, cache: str, names: list[str]) -> dict:
+def book_run(jobs: int, cache: str, names: list[str], root: Path = ROOT) -> dict:
     """One ``python -m vlbias run --jobs J --no-build`` of ``names`` (all: the book) on ``cache``:
-    wall seconds, per-notebook seconds, peak memory (GB, the whole process tree) and load."""
+    wall seconds, per-notebook seconds, peak memory (GB, the whole process tree) and load. ``root``: the
+    checkout whose code and notebooks run (``--against`` runs another commit's in a worktree of its own)."""
     import shutil
 
     import yaml
@@ -76,16 +81,16 @@ def book_run(jobs: int, cache: str, names: list[str]) -> dict:
     sys.path.insert(0, str(ROOT / "src"))
     from vlbias.runner import RUN_RECORD, tree_memory_gb
 
-    profile = yaml.safe_load((ROOT / "params" / "demo.yml").read_text())["notebooks"]
+    profile = yaml.safe_load((root / "params" / "demo.yml").read_text())["notebooks"]
     # each notebook's image and benchmark folders under the cache too, so that a cold run finds none
     outputs = [f"--set={name}.output_dir={Path(cache) / 'outputs' / Path(values['output_dir']).name}"
                for name, values in profile.items() if "output_dir" in values and (not names or name in names)]
     selection = [f"--only={name}" for name in names]
-    environment = {**os.environ, "VLBIAS_CACHE_DIR": cache, "PYTHONPATH": str(ROOT / "src")}
+    environment = {**os.environ, "VLBIAS_CACHE_DIR": cache, "PYTHONPATH": str(root / "src")}
     load = os.getloadavg()[0]
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "vlbias", "run", "--profile", "demo", "--jobs", str(jobs),
-                                "--no-build", *selection, *outputs], cwd=ROOT, env=environment,
+                                "--no-build", *selection, *outputs], cwd=root, env=environment,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak = 0.0
     while process.poll() is None:
@@ -95,10 +100,10 @@ def book_run(jobs: int, cache: str, names: list[str]) -> dict:
     wall = time.perf_counter() - started
     if process.returncode:
         raise SystemExit(f"--jobs {jobs}: the run failed (exit {process.returncode}):\n{log[-4000:]}")
-    record = json.loads((ROOT / "book" / "generated" / RUN_RECORD).read_text())["demo"]
+    record = json.loads((root / "book" / "generated" / RUN_RECORD).read_text())["demo"]
     pages = Path(cache) / f"pages-jobs-{jobs}"
     if not pages.exists():  # the cold run's pages, to compare
-        shutil.copytree(ROOT / "book" / "generated", pages)
+        shutil.copytree(root / "book" / "generated", pages)
     return {"wall": wall, "seconds": {name: record[name]["seconds"] for name in record},
             "notebook_peaks": {name: record[name]["peak_gb"] for name in record if "peak_gb" in record[name]},
             "peak_gb": peak,
@@ -159,12 +164,10 @@ def book_table(jobs_values: list[int], names: list[str], record: bool = False) -
     return 1 if any(differing.values()) else 0
 
 
-def interleaved(names: list[str], revision: str) -> None:
-    """``--against REV``: the book cold as a reader runs it (one cache per checkout, every notebook in
-    order), this checkout's and ``REV``'s (a git worktree) alternating notebook by notebook, the first of
-    each pair alternating too (REV first, then this one first, ...), so that a machine whose speed drifts
-    during the run slows both sides alike. Prints each notebook's cold seconds on both sides, the
-    totals, their ratio and the load average."""
+@contextlib.contextmanager
+def _beside(revision: str):
+    """A temporary folder holding a git worktree of ``revision``: ``(folder, worktree, its label, this
+    checkout's label)``, the worktree removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="vlbias-bench-") as folder:
         other = Path(folder) / "other"
         subprocess.run(["git", "worktree", "add", "--detach", str(other), revision], cwd=ROOT, check=True,
@@ -176,23 +179,63 @@ def interleaved(names: list[str], revision: str) -> None:
                                   text=True).stdout.strip()
             changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, check=True,
                                      capture_output=True, text=True).stdout.strip()
-            sides = {commit if revision.startswith(commit) else f"{revision} ({commit})":
-                     (other, str(Path(folder) / "cache-other")),
-                     f"this checkout ({here}{', with uncommitted changes' if changed else ''})":
-                     (ROOT, str(Path(folder) / "cache-this"))}
-            times = {side: {} for side in sides}
-            load = os.getloadavg()[0]
-            for index, name in enumerate(names):
-                order = list(sides) if index % 2 == 0 else list(reversed(sides))
-                for side in order:
-                    root, cache = sides[side]
-                    if (root / "notebooks" / f"{name}.ipynb").exists():
-                        times[side][name] = timed_run(name, cache, root)[0]
-                print(f"{name}: " + ", ".join(f"{times[side].get(name, float('nan')):.1f} s" for side in sides),
-                      flush=True)
+            yield (folder, other, commit if revision.startswith(commit) else f"{revision} ({commit})",
+                   f"this checkout ({here}{', with uncommitted changes' if changed else ''})")
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(other)], cwd=ROOT, check=False,
                            capture_output=True)
+
+
+def against_book(names: list[str], revision: str, jobs: int) -> None:
+    """``--against REV --jobs J``: the whole book as ``make book`` runs it (``--jobs J``), for this checkout
+    and for revision ``REV`` (a git worktree), each from an empty cache (cold) and again (warm), in one run
+    and in the order REV cold, this cold, this warm, REV warm, so that drift in the machine's speed falls on
+    both. Prints each notebook's seconds (the runner's own), the wall times, the ratios and the load."""
+    with _beside(revision) as (folder, other, commit, here):
+        before, after = commit, here
+        roots = {before: other, after: ROOT}
+        caches = {side: str(Path(folder) / f"cache-{number}") for number, side in enumerate(roots)}
+        runs = {side: {} for side in roots}
+        for side, kind in ((before, "cold"), (after, "cold"), (after, "warm"), (before, "warm")):
+            runs[side][kind] = book_run(jobs, caches[side], names, roots[side])
+            print(f"{side} {kind}: {runs[side][kind]['wall']:.1f} s wall", flush=True)
+    shown = names or sorted(set(runs[before]["cold"]["seconds"]) | set(runs[after]["cold"]["seconds"]))
+    print(f"\n| notebook | {before} cold s | {after} cold s | {before} warm s | {after} warm s |\n|---|---:|---:|---:|---:|")
+    for name in shown:
+        print(f"| {name} | " + " | ".join(f"{runs[side][kind]['seconds'].get(name, float('nan')):.1f}"
+                                        for kind in ("cold", "warm") for side in (before, after)) + " |")
+    for label, key in (("sum of notebooks", None), ("**wall time**", "wall")):
+        print(f"| {label} | " + " | ".join(
+            f"{(runs[side][kind][key] if key else sum(runs[side][kind]['seconds'].values())):.1f}"
+            for kind in ("cold", "warm") for side in (before, after)) + " |")
+    print("| wall time / before's | " + " | ".join(
+        f"{runs[side][kind]['wall'] / runs[before][kind]['wall']:.2f}x" for kind in ("cold", "warm")
+        for side in (before, after)) + " |")
+    print("| peak resident memory, GB | " + " | ".join(
+        f"{runs[side][kind]['peak_gb']:.2f}" for kind in ("cold", "warm") for side in (before, after)) + " |")
+    print("| load average, start -> end | " + " | ".join(
+        f"{runs[side][kind]['load'][0]:.1f} -> {runs[side][kind]['load'][1]:.1f}" for kind in ("cold", "warm")
+        for side in (before, after)) + " |")
+
+
+def interleaved(names: list[str], revision: str) -> None:
+    """``--against REV``: the book cold as a reader runs it (one cache per checkout, every notebook in
+    order), this checkout's and ``REV``'s (a git worktree) alternating notebook by notebook, the first of
+    each pair alternating too (REV first, then this one first, ...), so that a machine whose speed drifts
+    during the run slows both sides alike. Prints each notebook's cold seconds on both sides, the
+    totals, their ratio and the load average."""
+    with _beside(revision) as (folder, other, commit, here):
+        sides = {commit: (other, str(Path(folder) / "cache-other")), here: (ROOT, str(Path(folder) / "cache-this"))}
+        times = {side: {} for side in sides}
+        load = os.getloadavg()[0]
+        for index, name in enumerate(names):
+            order = list(sides) if index % 2 == 0 else list(reversed(sides))
+            for side in order:
+                root, cache = sides[side]
+                if (root / "notebooks" / f"{name}.ipynb").exists():
+                    times[side][name] = timed_run(name, cache, root)[0]
+            print(f"{name}: " + ", ".join(f"{times[side].get(name, float('nan')):.1f} s" for side in sides),
+                  flush=True)
     before, after = sides
     both = [name for name in names if name in times[before] and name in times[after]]
     print(f"\n| notebook | {before} cold s | {after} cold s |\n|---|---:|---:|")
@@ -218,6 +261,10 @@ def main() -> None:
     parser.add_argument("--against", metavar="REV",
                         help="the book cold, this checkout against git revision REV, notebook by notebook in turn")
     arguments = parser.parse_args()
+    if arguments.against and arguments.jobs:
+        if len(arguments.jobs) != 1:
+            parser.error("--against REV --jobs J takes one value of --jobs")
+        return against_book(arguments.only or [], arguments.against, arguments.jobs[0])
     if arguments.jobs:
         sys.exit(book_table(arguments.jobs, arguments.only or [], arguments.record))
     names = arguments.only or sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))

@@ -58,7 +58,9 @@ class AuditMeasure:
     part: str
     kind: str
     notebook: str
-    run: Callable[[str, dict[str, Any], bool], tuple[list[Result], dict[str, str]]]
+    #: ``run(spec, parameters, progress) -> (results, data identities[, findings])``: the findings are the
+    #: rows of the papers' claims, computed by the function the measure's page calls for its own box
+    run: Callable[[str, dict[str, Any], bool], tuple]
     limits: str
     #: the papers' published numbers for their models on this measure, as the card's reference rows
     #: (``measure`` spelled as the measure's results are)
@@ -192,7 +194,17 @@ def _markedness(spec: str, p: dict[str, Any], progress: bool):
         results.append(_gap_result(f"default-group unmarked gap ({family})", records, flags, family,
                                    f"unmarked rate of {', '.join(DEFAULT_GROUPS[family])} minus every other "
                                    f"{family}'s; 0: no group is the default"))
-    return results, {"fairface": dataset.identity}
+    # the papers' claims as 01b's box judges them, against 01b's controls: one computation for both
+    from .markedness import controls as mk_controls, findings as mk_findings
+
+    sample = mk_findings.Sample(records, flags=flags, identity=dataset.identity)
+    controls = mk_controls.control_samples(p.get("control_specs"), spec, p["data_root"], p["split"], p["padding"],
+                                           lambda control, data: mk_controls.unmarked_sample(
+                                               control, data, prompts, person, device=p["device"], half=p["half"],
+                                               batch_size=p["batch_size"], decode_workers=p["decode_workers"]))
+    found = mk_findings.unmarked_findings(spec, sample, controls, mk.published_as_unmarked(_published_table()),
+                                          p.get("model_names") or {}, p["n_boot"], p["seed"])
+    return results, {"fairface": dataset.identity}, found
 
 
 def _self_similarity(spec: str, p: dict[str, Any], progress: bool):
@@ -209,7 +221,24 @@ def _self_similarity(spec: str, p: dict[str, Any], progress: bool):
             results.append(Result(f"self-similarity ({family})", "markedness", row["mean"], row["ci_low"], row["ci_high"],
                                   group=str(row["group"]), interval=f"{row.get('interval', 'resampling')} 95%",
                                   unit="mean cosine"))
-    return results, {"fairface": dataset.identity}
+    # the papers' claims as 01a's box judges them, against 01a's controls
+    from .markedness import controls as mk_controls, findings as mk_findings
+
+    sample = mk_findings.Sample(dataset.records, embeddings=embeddings, identity=dataset.identity)
+    controls = mk_controls.control_samples(p.get("control_specs"), spec, p["data_root"], p["split"], p["padding"],
+                                           lambda control, data: mk_controls.embedding_sample(
+                                               control, data, device=p["device"], half=p["half"],
+                                               batch_size=p["batch_size"], decode_workers=p["decode_workers"]))
+    found = mk_findings.self_similarity_findings(spec, sample, controls, _published_table(), p.get("model_names") or {},
+                                                 p["n_boot"], p["seed"])
+    return results, {"fairface": dataset.identity}, found
+
+
+def _published_table():
+    """The markedness paper's published numbers, as 01a and 01b read them."""
+    from .book import published
+
+    return published("markedness_wolfe2022")
 
 
 def _text_encoder_weat(spec: str, p: dict[str, Any], progress: bool):
@@ -264,13 +293,23 @@ def _colorfoil(spec: str, p: dict[str, Any], progress: bool):
     # the reference: the first model of 02b's list (the full profile's: the paper's CLIP ViT-B/32), whose
     # scores 02b cached; the audited model is compared with it pair by pair
     reference = next(iter(p["model_specs"] or []), None)
-    compared = [spec] + ([reference] if reference and reference != spec else [])
-    scores, _, failures, _ = cfe.score_models(compared, datasets, benchmarks, max_foils=max_foils,
+    control = (p.get("controls") or {}).get(spec)  # 02b's control of this model, scored beside it (its claim's)
+    compared = list(dict.fromkeys(item for item in (spec, reference, control) if item))
+    scores, kinds, failures, _ = cfe.score_models(compared, datasets, benchmarks, max_foils=max_foils,
                                               batch_size=p["batch_size"], device=p["device"], half=p["half"],
                                               progress=progress)
     own = failures[failures["model"] == spec] if len(failures) else failures
     if len(own):  # the reference failing leaves the model's own results, without the paired comparison
         raise RuntimeError(f"ColorFoil could not score {spec}: {own.iloc[0].to_dict()}")
+    # the model's own claim as 02b's box judges it, against 02b's control of it (the box's second claim compares
+    # two kinds of model, not this model: it stays on the page)
+    from .book import published
+    from .colorfoil import findings as cff
+
+    found = [finding for finding in cff.evaluation_findings(spec, scores, kinds, p.get("controls"),
+                                                            published("colorfoil_table1_samin2024"),
+                                                            p.get("model_labels"), seed=p["seed"])
+             if finding.key == "above_chance"]
     results = []
     own_scores = {key: matrix for key, matrix in scores.items() if key[0] == spec}
     for row in cfe.evaluation_table(own_scores, p["foil_counts"]).to_dict("records"):
@@ -284,7 +323,7 @@ def _colorfoil(spec: str, p: dict[str, Any], progress: bool):
                               float(cfe.f1_from_accuracy(row["ci_high_%"] / 100)), interval="Wilson 95%, as 2a/(1+a)",
                               n=int(row["n"]), unit="F1", order="descending",
                               note="the paper's F1 (every pair counted as a positive): 2a/(1+a) of the accuracy a"))
-    if len(compared) == 2 and all((reference, name) in scores for name in datasets):
+    if reference and reference != spec and all((reference, name) in scores for name in datasets):
         from .colorfoil import controls as cf_controls
 
         for name in datasets:
@@ -296,7 +335,7 @@ def _colorfoil(spec: str, p: dict[str, Any], progress: bool):
                                   note=f"reference {reference} (02b's first model); exact McNemar p = "
                                        f"{row['p_mcnemar']:.3g} ({int(row['a_only'])} pairs only this model gets "
                                        f"right, {int(row['b_only'])} only the reference)"))
-    return results, {name: dataset.identity for name, dataset in datasets.items()}
+    return results, {name: dataset.identity for name, dataset in datasets.items()}, found
 
 
 # --------------------------------------------------------------------------- generative vision-language models
@@ -351,7 +390,22 @@ def _generative_markedness(spec: str, p: dict[str, Any], progress: bool):
                                    pd.DataFrame({family: ~mentioned[family].to_numpy()}), family,
                                    f"share of {', '.join(DEFAULT_GROUPS[family])}'s descriptions not naming {family} "
                                    f"minus every other {family}'s"))
-    return results, {"fairface": dataset.identity}
+    # the papers' claims as 01d's box judges them, against 01d's controls
+    from .markedness import controls as mk_controls, findings as mk_findings
+
+    reading = dict(prompts=prompts, person_prompt=person, score=p["score"], likelihood_prompt=p["likelihood_prompt"],
+                   describe_prompt=p["describe_prompt"], max_new_tokens=p["max_new_tokens"], batch_size=p["batch_size"],
+                   device=p["device"], half=p["half"])
+    likely, described = mk_controls.generative_samples(spec, images, records, mk_controls.faces_identity(
+        dataset, p["images_per_group"], p["seed"]), **reading, model=model)
+    controls_likely, controls_described = mk_controls.generative_control_samples(
+        p.get("control_specs"), spec, p["data_root"], p["split"], p["padding"], p["images_per_group"], p["seed"], **reading)
+    names = p.get("model_names") or {}
+    found = (mk_findings.likelihood_findings(spec, likely, controls_likely, mk.published_as_unmarked(_published_table()),
+                                             names, score=p["score"], age_continues_person=continues["age"],
+                                             n_boot=p["n_boot"], seed=p["seed"])
+             + mk_findings.description_findings(spec, described, controls_described, names, p["n_boot"], p["seed"]))
+    return results, {"fairface": dataset.identity}, found
 
 
 def _colorfoil_likelihood(spec: str, p: dict[str, Any], progress: bool):
@@ -366,14 +420,29 @@ def _colorfoil_likelihood(spec: str, p: dict[str, Any], progress: bool):
                                                   score=p["score"], prompt=p["likelihood_prompt"],
                                                   batch_size=p["batch_size"], progress=progress)
               for name, dataset in datasets.items()}
+    # 02d's control of this model, read the same way, for its claim as 02d's box judges it
+    control = (p.get("controls") or {}).get(spec)
+    if control and control != spec:
+        other = _loaded("vision-language", control, p["device"], p["half"])
+        scores.update({(control, name): cfg.likelihood_scores(other, dataset, benchmarks[name],
+                                                              max_foils=max(p["foil_counts"]), score=p["score"],
+                                                              prompt=p["likelihood_prompt"], batch_size=p["batch_size"],
+                                                              progress=progress)
+                       for name, dataset in datasets.items()})
+    from .book import published
+    from .colorfoil import findings as cff
+
+    found = cff.generative_findings(spec, scores, None, p.get("controls"), published("colorfoil_table1_samin2024"),
+                                    p.get("model_labels"), seed=p["seed"])
+    own = {key: matrix for key, matrix in scores.items() if key[0] == spec}
     results = []
-    for row in cfe.evaluation_table(scores, p["foil_counts"]).to_dict("records"):
+    for row in cfe.evaluation_table(own, p["foil_counts"]).to_dict("records"):
         results.append(Result(f"ColorFoil accuracy by likelihood ({row['dataset']}, k={row['foils']})", "colorfoil",
                               row["accuracy_%"] / 100, row["ci_low_%"] / 100, row["ci_high_%"] / 100,
                               interval=WILSON, n=int(row["n"]), unit="share", order="descending",
                               note=f"{'summed' if p['score'] == 'sum' else 'per-token'} log-likelihood; a tie is a "
                                    "failure"))
-    return results, {name: dataset.identity for name, dataset in datasets.items()}
+    return results, {name: dataset.identity for name, dataset in datasets.items()}, found
 
 
 # --------------------------------------------------------------------------- Part III
@@ -401,6 +470,11 @@ def _stereotyping(spec: str, p: dict[str, Any], progress: bool):
                                      progress=progress, cache=True)
     fit = harms.amplification_slope(table["model female share"], table["real female share"], p["confidence"])
     share = f"{int(round(p['confidence'] * 100))}%"
+    from .harms import chapter as harms_chapter, findings as harms_findings
+
+    chapter = harms_chapter.simulated_stereotyping()
+    found = harms_findings.stereotyping_findings(  # 03a's box, computed by the function 03a calls
+        fit, harms.amplification_slope(chapter["model P(she)"], chapter["BLS female share"]), spec)
     results = [Result(STEREOTYPING_SLOPE, "harms", fit["slope"], fit["slope_low"], fit["slope_high"],
                       interval=f"t {share}", n=fit["n"], unit="slope of P(she) on the labour statistics' share",
                       note="1: the model's pronoun shares copy the labour statistics' differences; above 1: "
@@ -409,7 +483,7 @@ def _stereotyping(spec: str, p: dict[str, Any], progress: bool):
                Result("occupational stereotyping (mean |gap|)", "harms", fit["mean_abs_gap"], n=fit["n"],
                       unit="mean |P(she) - labour-statistics female share|")]
     return results, {"occupations": "published:winobias_bls_female_share",
-                     "templates": f"{len(p['templates'])} templates, {p['scoring']} scoring"}
+                     "templates": f"{len(p['templates'])} templates, {p['scoring']} scoring"}, found
 
 
 def _erasure(spec: str, p: dict[str, Any], progress: bool):
@@ -435,8 +509,11 @@ def _erasure(spec: str, p: dict[str, Any], progress: bool):
                       unit="share of female protagonists minus the population's",
                       note=f"{int(row['n_undetermined'])} stories without a detected protagonist gender")
                for row in women.to_dict("records")]
+    from .harms import chapter as harms_chapter, findings as harms_findings
+
+    found = harms_findings.erasure_findings(measured, harms_chapter.simulated_erasure(), spec)  # 03c's box
     return results, {"stories": f"{len(stories)} stories, {len(p['scenarios'])} scenarios, seed {p['seed']}",
-                     "population reference": ", ".join(f"{k} {v:g}" for k, v in p["population_reference"].items())}
+                     "population reference": ", ".join(f"{k} {v:g}" for k, v in p["population_reference"].items())}, found
 
 
 def _language_model_seat(spec: str, p: dict[str, Any], progress: bool):
@@ -475,8 +552,12 @@ def _language_model_seat(spec: str, p: dict[str, Any], progress: bool):
                               unit="Cohen's d over sentences (the model's last hidden state)", order="absolute",
                               note=f"permutation p = {row['p_value']:.4f}, Holm-adjusted {row['p_holm']:.4f}; "
                                    f"{len(SEAT_TEMPLATES)} sentences a word"))
+    from .book import published
+    from .harms import findings as harms_findings
+
+    found = harms_findings.weat_findings(table, published("weat_caliskan2017_glove"))  # 03b's box
     return results, {"SEAT sentences": f"vlbias.weat: Caliskan et al. (2017)'s ten tests in {len(SEAT_TEMPLATES)} "
-                                       f"templates, {len(sentences)} sentences"}
+                                       f"templates, {len(sentences)} sentences"}, found
 
 
 #: the card's name of the language model's SEAT effect sizes
@@ -505,26 +586,11 @@ def _t2i_data(p: dict[str, Any]) -> dict[str, str]:
             "perceived-gender annotator": f"{p['annotator_spec']} (prompts: {len(p['gender_prompts'])} classes)"}
 
 
-def _labelled_study_run(spec: str, p: dict[str, Any], guidance_scale: float, progress: bool):
-    """04b's study jobs drawn by ``spec`` at ``guidance_scale`` (04b's own scale: 04a's and 04b's folder,
-    whose images a book run left; another scale: a folder of its own beside it) and labelled by 04b's
-    annotator: the manifest with a ``perceived`` column."""
-    from .t2i import annotation, runs as t2i_runs
-    from .t2i.generation import generate_to_disk, run_directory
-
-    jobs = t2i_runs.study_jobs(p["prompt_template"], p["images_per_profession"], seed=p["seed"],
-                               include_source_cases=p["include_source_cases"])
-    folder = t2i_runs.PLAIN_FOLDER if guidance_scale == p["guidance_scale"] else f"guidance {guidance_scale:g}"
-    run_dir = run_directory(p["output_dir"], spec, folder)
-    manifest = generate_to_disk(_loaded("text-to-image", spec, p["device"], p["half"]), jobs, run_dir,
-                                batch_size=p["batch_size"], num_inference_steps=p["num_inference_steps"],
-                                guidance_scale=guidance_scale, height=p["height"], width=p["width"],
-                                progress=progress)
-    annotator = _loaded("image-text", p["annotator_spec"], p["device"], p["annotator_half"])
-    manifest["perceived"] = annotation.label_image_files(annotator, [run_dir / f for f in manifest.file],
-                                                          p["gender_prompts"], batch_size=p["annotation_batch_size"],
-                                                          progress=progress)
-    return manifest
+def _t2i_loaders(spec: str, p: dict[str, Any]):
+    """The pipeline and the annotator a Part IV measure may need, as functions that load them once per audit:
+    a study already drawn and labelled (a book run's) is read without loading either."""
+    return (lambda: _loaded("text-to-image", spec, p["device"], p["half"]),
+            lambda: _loaded("image-text", p["annotator_spec"], p["device"], p.get("annotator_half")))
 
 
 #: the guidance scale that is no guidance (classifier-free guidance's conditional prediction alone)
@@ -536,16 +602,13 @@ def _guidance_change(spec: str, p: dict[str, Any], progress: bool):
     guidance (scale 1), on the same jobs (profession, seed), with 04c's paired bootstrap (image pairs
     resampled within each profession; the standard interval): how far guidance moves this model's shares from or
     towards the labour statistics' (04e's guidance grid shows it on a world whose shares are known)."""
-    from .t2i import bias as t2i_bias
-    from .t2i.controls import paired_bias_comparison
+    from .t2i.study import guidance_change
 
     if float(p["guidance_scale"]) <= NO_GUIDANCE:
         raise NotApplicable(f"04b samples without guidance (guidance_scale {p['guidance_scale']:g}): there is no "
                             "guided run to compare")
-    guided = _labelled_study_run(spec, p, p["guidance_scale"], progress)
-    unguided = _labelled_study_run(spec, p, NO_GUIDANCE, progress)
-    summary, _ = paired_bias_comparison(unguided, guided, t2i_bias.reference_shares(), n_boot=p["n_boot"],
-                                        seed=p["seed"])
+    model, annotator = _t2i_loaders(spec, p)
+    summary = guidance_change(spec, p, NO_GUIDANCE, model=model, annotator=annotator, progress=progress)
     result = Result(f"VRBS change under guidance (scale {p['guidance_scale']:g} vs 1)", "t2i", summary["VRBS change"],
                     summary["change low"], summary["change high"], interval="paired standard bootstrap 95%",
                     n=int(summary["professions"]), unit="VRBS with guidance minus without",
@@ -558,56 +621,49 @@ def _guidance_change(spec: str, p: dict[str, Any], progress: bool):
 def _occupational_bias(spec: str, p: dict[str, Any], progress: bool):
     """04b's VRBS and Spearman's ρ against the labour statistics, with bootstrap intervals, and the
     share of professions whose generated majority is further from parity than the statistics'
-    (amplified), from the images 04a and 04b draw (the same folder: a book run's images are reused)."""
+    (amplified), from 04b's study of the model (:func:`vlbias.t2i.study.study_run`: the images 04a and 04b
+    draw, labelled and scored once: a book run's are read back); and 04b's claims, judged for a model
+    trained here against 04b's control of it, by the function 04b's box calls."""
+    from .findings import controls_of
     from .stats import wilson_interval
     from .t2i import bias as t2i_bias
+    from .t2i.study import occupational_study
 
-    manifest = _labelled_study_run(spec, p, p["guidance_scale"], progress)
+    control = controls_of(spec, [p.get("control_spec")])  # 04b's control, where it is this model's own
+    model, annotator = _t2i_loaders(spec, p)
+    run, _, found = occupational_study(spec, {**p, "control_spec": control[0] if control else None}, model=model,
+                                       annotator=annotator, progress=progress)
     reference = t2i_bias.reference_shares()
-    scored = manifest[manifest.profession.isin(reference.index)]
-    scores = t2i_bias.bootstrap_bias_scores(scored, reference, n_boot=p["n_boot"], seed=p["seed"])
-    note = scores["note"].dropna().iloc[0] if "note" in scores and scores["note"].notna().any() else None
-    results = [Result("VRBS", "t2i", scores.loc["VRBS", "estimate"], scores.loc["VRBS", "ci_low"],
-                      scores.loc["VRBS", "ci_high"], interval="standard bootstrap 95%", n=len(scored),
-                      unit="1 - mean |generated - reference female share|", order="descending", note=note),
-               Result("Spearman's rho against labour statistics", "t2i", scores.loc["spearman_rho", "estimate"],
-                      scores.loc["spearman_rho", "ci_low"], scores.loc["spearman_rho", "ci_high"],
+    scored = run.labels[run.labels.profession.isin(reference.index)]
+    note = run.note or None
+    vrbs, rho = run.scores["VRBS"], run.scores["spearman_rho"]
+    results = [Result("VRBS", "t2i", vrbs.value, vrbs.low, vrbs.high, interval="standard bootstrap 95%",
+                      n=len(scored), unit="1 - mean |generated - reference female share|", order="descending",
+                      note=note),
+               Result("Spearman's rho against labour statistics", "t2i", rho.value, rho.low, rho.high,
                       interval="percentile bootstrap 95%", n=len(scored), unit="rank correlation", order="descending",
                       note=note or "ranked by agreement with the labour statistics' order, as VRBS is: a ranking of "
                                    "fidelity to those statistics, not of fairness")]
-    table = t2i_bias.compare_with_reference(t2i_bias.generated_shares(manifest), reference)
+    table = t2i_bias.compare_with_reference(t2i_bias.generated_shares(run.labels), reference)
     if len(table):
         amplified = int((t2i_bias.classify_gaps(table) == "amplified").sum())
         low, high = wilson_interval(amplified, len(table))
         results.append(Result("professions amplified", "t2i", amplified / len(table), float(low), float(high),
                               interval=WILSON, n=len(table), unit="share of professions", order="ascending",
                               note="generated majority further from parity than the labour statistics'"))
-    return results, _t2i_data(p)
+    return results, _t2i_data(p), found
 
 
 def _cads_change(spec: str, p: dict[str, Any], progress: bool):
     """04c's CADS on shared seeds: VRBS with CADS at the noise scale 04c compares models with
-    (``comparison_noise_scale``) minus plain sampling, on the same jobs, with 04c's paired bootstrap
-    interval (image pairs resampled within each profession)."""
-    from .t2i import bias as t2i_bias, runs as t2i_runs
-    from .t2i.compare import noise_scale_grid
-    from .t2i.controls import paired_bias_comparison
+    (``comparison_noise_scale``) minus plain sampling, on the same jobs of 04c's model comparison (its study
+    runs: :func:`vlbias.t2i.compare.cads_change`), with 04c's paired bootstrap interval (image pairs resampled
+    within each profession)."""
+    from .t2i.compare import cads_change
 
     s = float(p["comparison_noise_scale"])
-    jobs = t2i_runs.study_jobs(p["prompt_template"], p["images_per_profession"], seed=p["seed"],
-                               include_source_cases=False)
-    reference = t2i_bias.reference_shares()
-    _, runs = noise_scale_grid(
-        _loaded("text-to-image", spec, p["device"], p["half"]),
-        _loaded("image-text", p["annotator_spec"], p["device"], None), jobs, [0.0, s], p["output_dir"],  # as 04c loads it
-        p["gender_prompts"], reference,
-        cads=dict(tau1=p["tau1"], tau2=p["tau2"], psi=p["psi"], rescale=p["rescale"], schedule=p["schedule"],
-                  branch=p["cads_branch"]),
-        generation=dict(num_inference_steps=p["num_inference_steps"], guidance_scale=p["guidance_scale"],
-                        height=p["height"], width=p["width"]),
-        batch_size=p["batch_size"], annotation_batch_size=p["annotation_batch_size"], n_boot=p["n_boot"], seed=p["seed"])
-    summary, _ = paired_bias_comparison(runs[0.0]["manifest"], runs[s]["manifest"], reference, n_boot=p["n_boot"],
-                                        seed=p["seed"])
+    model, annotator = _t2i_loaders(spec, p)
+    summary = cads_change(spec, p, model=model, annotator=annotator, progress=progress)
     result = Result(f"VRBS change under CADS (s={s:g})", "t2i", summary["VRBS change"], summary["change low"],
                     summary["change high"], interval="paired standard bootstrap 95%", n=int(summary["professions"]),
                     unit="VRBS with CADS minus plain sampling",
@@ -731,7 +787,9 @@ def audit_model(spec: str, profile: str = "demo", parts: Sequence[str] | None = 
     kind = model_kind(spec)
     measures = applicable(spec, kind, parts)
     plan = plan_run(root, profile, only=sorted({measure.notebook for measure in measures}))
-    results, failures, data, limits, reference, identity = [], [], {}, [], [], None
+    from .findings import finding_record
+
+    results, failures, data, limits, reference, identity, findings = [], [], {}, [], [], None, []
     # the profile's environment (offline flags) where not set already, and the notebooks' folder, whose
     # relative paths the parameters name; both as they were afterwards
     with _environment(plan.env), contextlib.chdir(root / "notebooks"), _one_load_each():
@@ -740,7 +798,7 @@ def audit_model(spec: str, profile: str = "demo", parts: Sequence[str] | None = 
                 print(f"audit {spec}: {measure.name} ({measure.notebook}'s parameters)", file=sys.stderr, flush=True)
             parameters = notebook_parameters(root, measure.notebook, plan)
             try:
-                rows, used = measure.run(spec, parameters, progress)
+                rows, used, *found = measure.run(spec, parameters, progress)
             except NotApplicable as reason:
                 limits.append(f"{measure.name}: not measured: {reason}")
                 continue
@@ -748,6 +806,7 @@ def audit_model(spec: str, profile: str = "demo", parts: Sequence[str] | None = 
                 failures.append({"measure": measure.name, "error": f"{type(error).__name__}: {error}"})
                 continue
             results.extend(rows)
+            findings.extend(finding_record(finding) for finding in (found[0] if found else []))
             data.update(used)
             limits.append(measure.limits)
             reference.extend(measure.reference())
@@ -756,7 +815,7 @@ def audit_model(spec: str, profile: str = "demo", parts: Sequence[str] | None = 
     card = Card(model={"spec": spec, "kind": kind, "weights": identity["weights"], "dtype": identity.get("dtype"),
                        "architecture": identity.get("architecture"), "description": _description(spec)},
                 provenance=provenance(profile, data=data, code_revision=code_revision(root)),
-                results=results, reference=reference, failures=failures, limits=limits)
+                results=results, reference=reference, failures=failures, limits=limits, findings=findings)
     folder = Path(out_dir) if out_dir is not None else card_folder(profile, root)
     return card, write_card(card, card_path(folder, spec))
 
@@ -874,114 +933,64 @@ def main(specs: Sequence[str], profile: str = "demo", parts: Sequence[str] | Non
 
 
 def card_findings(card: Card) -> list:
-    """The papers' directional claims that a card can speak to, each with the published number for the
-    paper's model, this card's estimate and interval, and the verdict its interval gives
-    (:mod:`vlbias.findings`): the default groups left unmarked more often (Part I), captions told from
-    their colour foils above chance (Part II), generated shares that rise with the labour statistics
-    (Part IV), pronoun shares that rise with, and exaggerate, the labour statistics' (Part III, beside the
-    chapter's simulated slope), and the ten WEAT associations in a language model's sentence
-    representations (Part III; a test below 0 contradicts, one whose interval spans 0 leaves it open).
-    A card with none of these results gets one "cannot test" row saying why."""
-    from .findings import Finding, difference_verdict
+    """The papers' claims that a card speaks to, as the card's measures judged them: each row computed by
+    the function the measure's page calls for its own findings box (so a card and a page cannot disagree),
+    stored on the card (:func:`vlbias.findings.finding_record`). A card with none gets one "cannot test" row
+    saying why (an older card, or no measure with a claim)."""
+    from .findings import Finding, finding_from_record
 
-    results = {(result.measure, result.group or ""): result for result in card.results}
-
-    from .leaderboard import published_text
-
-    def published(measure: str, groups=None) -> str:
-        rows = [row for row in card.reference if row["measure"] == measure
-                and (groups is None or (row.get("group") or "") in groups)]
-        by_group: dict[str, list] = {}
-        for row in rows:
-            by_group.setdefault(row.get("group") or "", []).append(row)
-        return "; ".join(f"{group + ': ' if group else ''}{published_text(rows)}" for group, rows in by_group.items()) \
-            or "not published"
-
-    def ours(result) -> str:
-        if result.estimate is None or result.estimate != result.estimate:  # undefined (None, NaN): say why
-            note = result.note or ""
-            return note if note.startswith("undefined") else "undefined" + (f": {note}" if note else "")
-        interval = "" if result.ci_low is None else f" [{result.ci_low:.3f}, {result.ci_high:.3f}]"
-        return f"{result.estimate:.3f}{interval}" + (f" ({result.interval})" if result.interval else "")
-
-    def verdict(result, against: float = 0.0) -> str:
-        if result.estimate is None or result.ci_low is None or result.ci_high is None:
-            return "cannot tell"
-        return difference_verdict(result.ci_low - against, result.ci_high - against)
-
-    found = []
-    for family, groups in DEFAULT_GROUPS.items():
-        result = results.get((f"default-group unmarked gap ({family})", ", ".join(groups)))
-        if result is not None:
-            found.append(Finding(f"{', '.join(groups)} ({family}) left unmarked more often than the other {family} "
-                                 "groups (unmarked rate difference > 0)",
-                                 published(f"unmarked rate ({family} labels)", groups), ours(result), verdict(result)))
-    for family, groups in DEFAULT_GROUPS.items():
-        for name, how in ((LIKELIHOOD_GAP, "by likelihood"), (DESCRIPTION_GAP, "unnamed in its descriptions")):
-            result = results.get((name.format(family=family), ", ".join(groups)))
-            if result is not None:
-                found.append(Finding(f"{', '.join(groups)} ({family}) left unmarked more often than the other "
-                                     f"{family} groups, {how} (rate difference > 0)",
-                                     published(f"unmarked rate ({family} labels)", groups) + ", by cosine"
-                                     if card.reference else "not published for generative models",
-                                     ours(result), verdict(result)))
-    for dataset in ("coco", "flickr30k"):
-        result = results.get((f"ColorFoil accuracy by likelihood ({dataset}, k=1)", ""))
-        if result is not None:
-            found.append(Finding(f"the caption is likelier than its one colour foil more often than chance (50%) on "
-                                 f"{dataset}", "not published for generative models", ours(result), verdict(result, 0.5)))
-    for dataset in ("coco", "flickr30k"):
-        result = results.get((f"ColorFoil accuracy ({dataset}, k=1)", ""))
-        if result is not None:
-            found.append(Finding(f"the caption beats its one colour foil more often than chance (50%) on {dataset}",
-                                 published(result.measure), ours(result), verdict(result, 0.5)))
-    result = results.get(("Spearman's rho against labour statistics", ""))
-    if result is not None:
-        found.append(Finding("the generated female share rises with the labour statistics' (Spearman's rho > 0)",
-                             published(result.measure), ours(result), verdict(result)))
-    change = next((r for (measure, _), r in results.items() if measure.startswith("VRBS change under CADS")), None)
-    if change is not None:
-        from .book import published as published_table
-
-        source = published_table("t2i_occupational_bias_source")
-        vrbs_rows = source[(source["measure"] == "vrbs") & (source["model"] == "SD 1.4")].set_index("sampler")["value"]
-        found.append(Finding("CADS raises VRBS: the generated shares come closer to the labour statistics'",
-                             f"SD 1.4: {vrbs_rows.get('plain', float('nan')):.2f} plain, "
-                             f"{vrbs_rows.get('CADS', float('nan')):.2f} with CADS (source text)", ours(change),
-                             verdict(change)))
-    result = results.get((STEREOTYPING_SLOPE, ""))
-    if result is not None and result.ci_low is not None:
-        from .harms import chapter as harms_chapter, findings as harms_findings, measures as harms
-
-        chapter = harms_chapter.simulated_stereotyping()
-        chapter_slope = harms.amplification_slope(chapter["model P(she)"], chapter["BLS female share"])
-        found += harms_findings.stereotyping_findings(
-            {"slope": result.estimate, "slope_low": result.ci_low, "slope_high": result.ci_high}, chapter_slope,
-            card.model["spec"])
-    seat = [r for r in card.results if r.measure == LANGUAGE_SEAT and r.ci_low is not None and r.ci_high is not None]
-    if seat:
-        above = [r for r in seat if r.ci_low > 0]
-        below = [r for r in seat if r.ci_high < 0]
-        reference = [row["estimate"] for row in card.reference if row["measure"] == LANGUAGE_SEAT]
-        found.append(Finding(
-            "The ten WEAT associations (Caliskan et al. 2017) hold in the model's sentence representations "
-            "(each d > 0 beyond its interval)",
-            f"GloVe 840B word vectors: all {len(reference)}, d from {min(reference):.2f} to {max(reference):.2f}"
-            if reference else "not published",
-            f"{len(above)} of {len(seat)} tests above 0"
-            + (f"; {len(below)} below 0 ({', '.join(r.group.split(':')[0] for r in below)})" if below else ""),
-            "contradicts" if below else "supports" if len(above) == len(seat) else "cannot tell"))
+    found = [finding_from_record(row) for row in card.findings]
     if not found:
-        measured = ", ".join(sorted({result.measure for result in card.results})) or "no results"
-        found.append(Finding("the papers' directional claims", "", f"this card has {measured}", "cannot test"))
+        why = card.note or ("this card's measures speak to none of the papers' directional claims: "
+                            + (", ".join(sorted({result.measure for result in card.results})) or "no results"))
+        found.append(Finding("the papers' directional claims", "", why, "cannot test"))
     return found
 
 
 def board_findings(cards: Sequence[Card], labels: dict[str, str] | None = None) -> list:
     """Every card's :func:`card_findings`, each claim prefixed with the model's name (``labels``:
-    spec -> name): the leaderboard's box, the papers' claims model by model."""
-    from .findings import Finding
+    spec -> name): the leaderboard's box, the papers' claims model by model, each row as its card has it."""
+    from dataclasses import replace
 
     labels = labels or {}
-    return [Finding(f"{labels.get(card.model['spec'], card.model['spec'])}: {finding.claim}", finding.published,
-                    finding.ours, finding.verdict) for card in cards for finding in card_findings(card)]
+    return [replace(finding, claim=f"{labels.get(card.model['spec'], card.model['spec'])}: {finding.claim}")
+            for card in cards for finding in card_findings(card)]
+
+
+def planted_pairs(cards: Sequence[Card], labels: dict[str, str] | None = None):
+    """For every card of a model trained in the book that was judged against a control, and every claim whose
+    cause its world plants: the pair (model, control), the contrast (model minus control) with its interval,
+    and whether the pair sits in its planted order beyond the intervals (the contrast's interval above 0:
+    "recovered"), read from the cards' findings as the pages computed them. A table, one row per pair and
+    claim (empty where no card has a control)."""
+    import pandas as pd
+
+    labels = labels or {}
+    rows = []
+    for card in cards:
+        for finding in card_findings(card):
+            if not finding.control_spec or finding.verdict not in ("recovered", "not recovered"):
+                continue
+            contrast = finding.estimates.get("contrast")
+            rows.append({"model": labels.get(card.model["spec"], card.model["spec"]),
+                         "control": labels.get(finding.control_spec, finding.control_spec), "claim": finding.claim,
+                         "model minus control": finding.contrast,
+                         "in planted order beyond the intervals": "yes" if finding.verdict == "recovered" else "no",
+                         "estimate": None if contrast is None else contrast.value})
+    return pd.DataFrame(rows, columns=["model", "control", "claim", "model minus control",
+                                       "in planted order beyond the intervals", "estimate"])
+
+
+def planted_pairs_sentence(pairs) -> str:
+    """What :func:`planted_pairs` says, in a sentence: how many pairs and claims sit in their planted order
+    beyond the intervals, and which do not."""
+    if pairs.empty:
+        return ("No card in this folder was judged against a control: a pair of a planted model and its control "
+                "exists only among models trained in the book (the demo profile).")
+    held = pairs[pairs["in planted order beyond the intervals"] == "yes"]
+    missed = pairs[pairs["in planted order beyond the intervals"] == "no"]
+    text = (f"{len(held)} of the {len(pairs)} planted claims sit in their planted order beyond the intervals "
+            f"(model minus control above 0)")
+    if len(missed):
+        text += "; not: " + "; ".join(f"{row.model} against {row.control}, {row.claim}" for row in missed.itertuples())
+    return text + ". The other cards' claims are the models' own (no cause planted behind them, or no control)."

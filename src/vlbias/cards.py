@@ -16,7 +16,10 @@ The format, schema version 1 (:data:`CARD_SCHEMA`, a JSON Schema; :func:`card_sc
                    "interval": ..., "n": ..., "unit": ..., "order": ..., "note": ...}, ...],
       "reference": [{"measure": ..., "model": ..., "group": ..., "estimate": ..., "source": ...}, ...],
       "failures": [{"measure": ..., "error": ...}, ...],
-      "limits": ["what these measures cannot tell", ...]
+      "limits": ["what these measures cannot tell", ...],
+      "findings": [{"key": ..., "claim": ..., "published": ..., "ours": ..., "verdict": ..., "control": ...,
+                    "contrast": ..., "note": ..., "estimates": {"model": {...}, "control": ..., "contrast": ...},
+                    "control_spec": ...}, ...]
     }
 
 - ``model.kind`` is the model interface: ``image-text``, ``language``, ``text-to-image`` or
@@ -29,6 +32,13 @@ The format, schema version 1 (:data:`CARD_SCHEMA`, a JSON Schema; :func:`card_sc
   first), ``"ascending"``, ``"absolute"`` (closest to zero first) or ``null`` (not ranked).
 - ``reference`` holds the papers' published numbers, labelled with their source; ``failures`` the
   measures that failed, each with its error, so that one failure leaves the rest of the card standing.
+- ``findings`` (schema version 2) are the rows of the papers' claims this card speaks to, as the pages'
+  findings boxes compute them (:func:`vlbias.findings.finding_record`): the claim, the published number,
+  this model's statistic and verdict, and for a model trained in the book its control's statistic, the
+  contrast (model minus control) and ``control_spec``, the control it was judged against. A page and a
+  card reach each row through one function, so they cannot disagree.
+
+Version 1 cards (before ``findings``) are still read, with no findings and a note saying so.
 
 A change that old readers would misread raises :data:`CARD_SCHEMA_VERSION`.
 """
@@ -49,7 +59,9 @@ from .cache import write_atomically
 #: the ``format`` field of every card
 CARD_FORMAT = "vlbias-card"
 #: the layout this vlbias writes and reads; a card of a newer version is refused by :func:`read_card`
-CARD_SCHEMA_VERSION = 1
+CARD_SCHEMA_VERSION = 2
+#: the older versions this vlbias still reads, each with what it lacks
+OLDER_VERSIONS = {1: "written before cards stored the findings of the papers' claims: audit the model again for them"}
 #: the model interfaces a card can describe
 KINDS = ("image-text", "language", "text-to-image", "vision-language")
 #: how the leaderboard ranks a measure (``None``: it does not)
@@ -62,7 +74,8 @@ CARD_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "vlbias bias card",
     "type": "object",
-    "required": ["format", "schema_version", "model", "provenance", "results", "reference", "failures", "limits"],
+    "required": ["format", "schema_version", "model", "provenance", "results", "reference", "failures", "limits",
+                 "findings"],
     "additionalProperties": False,
     "properties": {
         "format": {"const": CARD_FORMAT},
@@ -92,6 +105,13 @@ CARD_SCHEMA: dict[str, Any] = {
             "type": "object", "required": ["measure", "error"], "additionalProperties": False,
             "properties": {"measure": {"type": "string"}, "error": {"type": "string"}}}},
         "limits": {"type": "array", "items": {"type": "string"}},
+        "findings": {"type": "array", "items": {
+            "type": "object", "required": ["claim", "published", "ours", "verdict"], "additionalProperties": False,
+            "properties": {"key": {"type": "string"}, "claim": {"type": "string", "minLength": 1},
+                           "published": {"type": "string"}, "ours": {"type": "string"},
+                           "verdict": {"type": "string", "minLength": 1}, "control": {"type": "string"},
+                           "contrast": {"type": "string"}, "note": {"type": "string"}, "control_spec": _TEXT,
+                           "estimates": {"type": "object", "additionalProperties": {"type": ["object", "null"]}}}}},
     },
 }
 
@@ -129,6 +149,10 @@ class Card:
     reference: list[dict[str, Any]] = field(default_factory=list)
     failures: list[dict[str, str]] = field(default_factory=list)
     limits: list[str] = field(default_factory=list)
+    #: the papers' claims as the pages judge them (:func:`vlbias.findings.finding_record`, plus ``control_spec``)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    #: the schema version the card was read from, and what an older one lacks ("": current)
+    note: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The card as the JSON object of schema :data:`CARD_SCHEMA_VERSION` (NaN written as null)."""
@@ -136,15 +160,18 @@ class Card:
         return {"format": CARD_FORMAT, "schema_version": CARD_SCHEMA_VERSION, "model": dict(self.model),
                 "provenance": dict(self.provenance), "results": results,
                 "reference": [dict(row) for row in self.reference], "failures": [dict(row) for row in self.failures],
-                "limits": list(self.limits)}
+                "limits": list(self.limits), "findings": [_plain_tree(row) for row in self.findings]}
 
     @classmethod
     def from_json(cls, document: dict[str, Any], source: str = "the card") -> "Card":
-        """The card of a JSON object, validated first (:func:`validate_card`)."""
+        """The card of a JSON object, validated first (:func:`validate_card`); an older schema version's card
+        gets what it lacks as empty, and ``note`` says so."""
         validate_card(document, source)
+        version = document["schema_version"]
         return cls(model=document["model"], provenance=document["provenance"],
                    results=[Result(**row) for row in document["results"]], reference=document["reference"],
-                   failures=document["failures"], limits=document["limits"])
+                   failures=document["failures"], limits=document["limits"], findings=document.get("findings", []),
+                   note="" if version == CARD_SCHEMA_VERSION else f"schema version {version}: {OLDER_VERSIONS[version]}")
 
     def results_frame(self) -> pd.DataFrame:
         """The results as a table, one row each, with the model's spec, kind and weights."""
@@ -160,6 +187,15 @@ def _plain(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def _plain_tree(value):
+    """:func:`_plain` through nested dicts and lists."""
+    if isinstance(value, dict):
+        return {key: _plain_tree(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_tree(item) for item in value]
+    return _plain(value)
 
 
 def provenance(profile: str, data: dict[str, str] | None = None, code_revision: str | None = None,
@@ -193,16 +229,17 @@ def validate_card(document: Any, source: str = "the card") -> None:
     if version > CARD_SCHEMA_VERSION:
         raise ValueError(f"{source} is a card of schema version {version}, newer than this vlbias reads "
                          f"(version {CARD_SCHEMA_VERSION}): upgrade vlbias to read it")
-    if version < CARD_SCHEMA_VERSION:
+    if version < CARD_SCHEMA_VERSION and version not in OLDER_VERSIONS:
         raise ValueError(f"{source} is a card of schema version {version}, which this vlbias (version "
                          f"{CARD_SCHEMA_VERSION}) no longer reads: audit the model again to write a current card")
-    validator = jsonschema.Draft202012Validator(CARD_SCHEMA, format_checker=jsonschema.FormatChecker())
+    schema = CARD_SCHEMA if version == CARD_SCHEMA_VERSION else _older_schema(version)
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
     problems = sorted(validator.iter_errors(document), key=lambda error: list(error.absolute_path))
     if problems:
         first = problems[0]
         where = "/".join(str(part) for part in first.absolute_path) or "(top level)"
         more = f" ({len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
-        raise ValueError(f"{source} breaks card schema version {CARD_SCHEMA_VERSION} at {where}: "
+        raise ValueError(f"{source} breaks card schema version {version} at {where}: "
                          f"{first.message}{more}")
     try:
         stamped = datetime.fromisoformat(document["provenance"]["date"])
@@ -216,6 +253,15 @@ def validate_card(document: Any, source: str = "the card") -> None:
     if repeated is not None:
         raise ValueError(f"{source} has two results for measure {repeated[0]!r}, group {repeated[1]!r}; each "
                          "(measure, group) appears once in a card")
+
+
+def _older_schema(version: int) -> dict[str, Any]:
+    """The JSON Schema of an older version this vlbias still reads: version 1 had no ``findings``."""
+    schema = card_schema()
+    schema["properties"]["schema_version"] = {"const": version}
+    schema["required"] = [key for key in schema["required"] if key != "findings"]
+    schema["properties"].pop("findings")
+    return schema
 
 
 def write_card(card: Card, path: str | Path) -> Path:

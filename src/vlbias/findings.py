@@ -363,8 +363,12 @@ def _planted_paragraph(recovery: list[Finding], planted: str | None, control: st
         got = [f for f in tested if f.verdict == "recovered"]
         missed = [f.claim for f in tested if f.verdict == "not recovered"]
         claims = "claim" if len(tested) == 1 else "claims"
-        text += (f" Of the {len(tested)} {claims} whose cause this world plants, the page recovered {len(got)} "
-                 "beyond its control (the interval of planted minus control on the planted side of 0)"
+        against = [f for f in tested if f.contrast]
+        how = ("beyond its control (the interval of planted minus control on the planted side of 0)"
+               if len(against) == len(tested) else
+               "on the planted model alone, with no control (its own interval on the planted side of 0)"
+               if not against else "beyond its control where it has one, else on the planted model alone")
+        text += (f" Of the {len(tested)} {claims} whose cause this world plants, the page recovered {len(got)} {how}"
                  + (f"; not: {html.escape('; '.join(missed))}" if missed else "") + ".")
     elif recovery:
         text += " This world plants no cause for the claims this run tests: each number is what the drawing, the " \
@@ -373,6 +377,17 @@ def _planted_paragraph(recovery: list[Finding], planted: str | None, control: st
         text += (" These rows show the method recovering (or not) a cause put in by construction; no verdict on a "
                  "paper's claim comes from a model trained here.")
     return text + "</p>"
+
+
+def controls_of(model: str, controls) -> list[str]:
+    """Which of a page's ``controls`` (specs) are controls of ``model``: for a model trained here, those trained
+    by its own recipe (the same recipe without a cause: another model's control is no control of it); for any
+    other model none, since nobody planted its world and its claims are judged on its own intervals."""
+    def recipe(spec) -> str:
+        return str(spec).partition(":")[2].partition("?")[0] if str(spec).startswith("trained:") else ""
+
+    own = recipe(model)
+    return [spec for spec in dict.fromkeys(controls or []) if own and recipe(spec) == own]
 
 
 def design(model: str, control: str | None = None, names: Mapping[str, str] | None = None) -> Design:

@@ -70,6 +70,8 @@ class NotebookPlan:
     #: the heavy stages as (kind, model spec), from the notebook's declaration; ``python -m vlbias
     #: precompute`` runs those whose declaration gives units
     stages: list[tuple[str, str]] = field(default_factory=list)
+    #: the declared power of each contrast the page tests (:class:`vlbias.stages.Power`), as its banner shows it
+    power: list = field(default_factory=list)
 
     @property
     def timeout_ok(self) -> bool:
@@ -235,6 +237,11 @@ def plan_notebook(declared: NotebookDeclaration, parameters: dict, timeout_s: fl
             plan.work.append(estimate.line)
             if stage.units is not None and estimate.spec is not None:
                 plan.stages.append((stage.kind, estimate.spec))
+    if declared.power is not None:
+        try:
+            plan.power = declared.power(parameters)
+        except Exception as error:  # noqa: BLE001 -- a power that cannot be computed is a problem, not a crash
+            plan.problems.append(f"its power could not be computed: {type(error).__name__}: {error}")
     for row in plan.data:
         if not row["present"]:
             plan.problems.append(f"{row['dataset']} ({row['split']}) is missing. {row['how']}")
@@ -278,6 +285,8 @@ def report(plans: list[NotebookPlan]) -> str:
             lines.append(f"   model {row['spec']}: {row['resolved']}" + (f"; weights {row['weights']}" if row["weights"] else "")
                          + (" -- PROBLEM" if row["problem"] else ""))
         lines += [f"   work  {item}" for item in plan.work]
+        lines += [f"   power {line.power:.2f} to detect {line.effect_text} at {line.n_text}: {line.claim}"
+                  + (f" (below 0.9: needs {line.needed:,})" if line.needed else "") for line in plan.power]
     problems, seen = [], set()
     for plan in plans:  # a missing data set is explained once, at the first notebook that needs it
         for problem in plan.problems:

@@ -85,19 +85,16 @@ def test_evaluation_page_reads_the_saved_benchmark(demo_book, tmp_path):
 
 
 @pytest.mark.slow
-def test_colour_model_page(demo_book):
-    html, text, images = demo_book.page("02c_colorfoil_colour_model")
-    assert "Demo output" in html and images >= 4
+@pytest.mark.parametrize("name, figures, banner, said", [
+    ("02c_colorfoil_colour_model", 4, "Demo output", "planted − control"),
+    ("02d_colorfoil_generative", 2, "Demo output: models trained on a planted world",
+     "follow the position, not the content"),  # its two-choice row
+])
+def test_colour_model_and_generative_pages_judge_their_model_against_its_control(demo_book, name, figures, banner,
+                                                                               said):
+    html, text, images = demo_book.page(name)
+    assert banner in html and images >= figures
     box = _box(html)
     assert "planted − control" in box and "recovered 1, this world plants no such cause 1" in box, box[:3000]
-    assert _power(html) >= 0.9
-
-
-@pytest.mark.slow
-def test_generative_page(demo_book):
-    html, text, images = demo_book.page("02d_colorfoil_generative")
-    assert "Demo output: models trained on a planted world" in html and images >= 2
-    box = _box(html)
-    assert "planted − control" in box and "recovered 1, this world plants no such cause 1" in box, box[:3000]
-    assert "follow the position, not the content" in box
+    assert said in box and _power(html) >= 0.9
     assert _power(html) >= 0.9 and "cannot reach power" not in html

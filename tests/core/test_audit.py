@@ -104,13 +104,16 @@ def test_an_audit_writes_a_card_from_the_demo_profile_and_a_second_audit_reads_c
     frame = card.results_frame().set_index(["measure", "group"])
     # the intersections: race and gender, on each family's labels; the two genders of a race make up the race
     both = frame.loc["unmarked rate by race and gender (race labels)"]
-    assert len(both) == 14 and both.loc[["White, Female", "White, Male"], "n"].sum() == 108
+    assert len(both) == 14 and both.loc[["White, Female", "White, Male"], "n"].sum() == 1080
     # the text encoder's WEAT: one row per test, d ranked closest to 0, its permutation p in the note
     weat = frame.loc["text-encoder WEAT effect size"]
     assert len(weat) >= 5 and set(weat["order"]) == {"absolute"} and weat["note"].str.startswith("permutation p = ").all()
-    # the demo's face world: 756 validation pictures, 108 of each race, 84 of each age
-    assert frame.loc[("unmarked rate (race labels)", "White"), "n"] == 108
-    assert frame.loc[("unmarked rate (age labels)", "0-2"), "n"] == 84
+    # the demo's face world: 7,560 validation pictures, 1,080 of each race, 840 of each age
+    assert frame.loc[("unmarked rate (race labels)", "White"), "n"] == 1080
+    assert frame.loc[("unmarked rate (age labels)", "0-2"), "n"] == 840
+    # a model not trained here has no control: its claims are judged on its own intervals
+    assert card.findings and {row["verdict"] for row in card.findings} <= {"supports", "contradicts", "cannot tell"}
+    assert all(not row["control"] for row in card.findings)
     gap = frame.loc[("default-group unmarked gap (gender)", "Male")]
     male, female = frame.loc[("unmarked rate (gender labels)", "Male")], frame.loc[("unmarked rate (gender labels)", "Female")]
     assert gap["estimate"] == pytest.approx(male["estimate"] - female["estimate"])  # two groups: the gap is their difference
@@ -194,6 +197,38 @@ def test_the_demo_books_cards_rank_its_models_in_their_planted_order(demo_book):
 
 
 @pytest.mark.slow
+def test_the_demo_books_cards_judge_each_planted_model_as_its_pages_do(demo_book):
+    """A card and a page never disagree: each row of the planted mini-CLIP's card is a row of 01a's or 01b's
+    box, with the same numbers (one function computes both); its control's card finds nothing planted behind
+    the unmarked claims; and the leaderboard says which planted pairs sit in their planted order."""
+    import json
+
+    from vlbias.cards import read_cards
+
+    cards = {card.model["spec"]: card for card in read_cards(demo_book.project / "outputs" / "demo" / "cards")}
+    planted, control = "trained:face-clip", "trained:face-clip?uniform_named=0.5"
+
+    def box(name):
+        cells = json.loads((demo_book.project / "book" / "generated" / f"{name}.ipynb").read_text())["cells"]
+        html = "".join("".join(o.get("data", {}).get("text/html", "")) for c in cells for o in c.get("outputs", []))
+        return html[html.index("Findings: paper vs ours"):]
+
+    pages = [box("01a_self_similarity"), box("01b_markedness")]
+    rows = audit.card_findings(cards[planted])
+    assert len(rows) >= 6 and {row.verdict for row in rows} <= {"recovered", "not recovered", "not planted"}
+    for row in rows:
+        assert any(row.ours in page and row.control in page and row.contrast in page for page in pages), row
+    unmarked = [row for row in audit.card_findings(cards[control]) if "unmarked" in row.claim]
+    assert len(unmarked) == 3 and {row.verdict for row in unmarked} == {"not planted"}
+    pairs = audit.planted_pairs(cards.values())
+    face = pairs[pairs["model"] == planted]
+    assert set(face["control"]) == {control, "trained:face-clip?world_varied_race_variety=0.2"}
+    assert (face[face["claim"].str.contains("unmarked")]["in planted order beyond the intervals"] == "yes").all()
+    board = (demo_book.project / "_build" / "html" / "book" / "generated" / "05b_leaderboard.html").read_text()
+    assert "Does each trained pair sit in its planted order?" in board and "planted claims sit in their planted" in board
+
+
+@pytest.mark.slow
 def test_re_auditing_a_model_of_the_demo_book_reads_caches_only(demo_book, demo_cache, tmp_path, monkeypatch):
     """Audited again after the demo book, the planted mini-CLIP's card computes nothing: no encoder
     call, on any measure of its kind, and the same results as the book's card."""
@@ -229,46 +264,35 @@ def test_each_measure_gives_the_papers_published_numbers_as_reference_rows_named
     assert len(seat) == 10 and seat["WEAT6: Male names vs Female names / Career vs Family"] == pytest.approx(1.81)
 
 
-def test_a_cards_findings_take_their_verdicts_from_its_intervals():
+def test_a_cards_findings_are_the_rows_its_measures_pages_computed():
+    """A card's findings are stored rows (each computed by the function the measure's page calls for its
+    own box), read back unchanged; a card without any says why; the leaderboard's box and its planted pairs
+    read the same rows."""
     from vlbias.cards import Card, Result
+    from vlbias.findings import Claim, Design, Estimate, finding_record, judge
 
-    def card(*results):
-        return Card(model={"spec": "m", "kind": "image-text", "weights": "w"},
+    def card(spec="m", findings=(), results=(), note=""):
+        return Card(model={"spec": spec, "kind": "image-text", "weights": "w"},
                     provenance={"vlbias_version": "0", "profile": "demo", "date": "2026-12-03T10:00:00+00:00"},
-                    results=list(results), reference=audit._markedness_reference())
+                    results=list(results), findings=[finding_record(f) for f in findings], note=note)
 
-    findings = audit.card_findings(card(
-        Result("default-group unmarked gap (race)", "markedness", 0.2, 0.1, 0.3, group="White"),
-        Result("default-group unmarked gap (gender)", "markedness", -0.2, -0.3, -0.1, group="Male"),
-        Result("default-group unmarked gap (age)", "markedness", 0.0, -0.1, 0.1, group=", ".join(audit.MIDDLE_AGES)),
-        Result("ColorFoil accuracy (coco, k=1)", "colorfoil", 0.55, 0.45, 0.65)))
-    assert [f.verdict for f in findings] == ["supports", "contradicts", "cannot tell", "cannot tell"]
-    assert findings[0].published == "White: 0.479 (CLIP ViT-B/32)" and findings[0].ours == "0.200 [0.100, 0.300]"
-    assert findings[1].published == "Male: 0.266 / 0.267 (CLIP ViT-B/32)"  # stated twice in the paper, differently
-    above_chance = audit.card_findings(card(Result("ColorFoil accuracy (flickr30k, k=1)", "colorfoil", 0.7, 0.6, 0.8)))
-    assert above_chance[0].verdict == "supports" and "flickr30k" in above_chance[0].claim
-    nothing = audit.card_findings(card(Result("self-similarity (race)", "markedness", 0.6, 0.5, 0.7, group="White")))
+    claim = Claim("white", "White left unmarked more often", "White 47.9%", causes=("white_unmarked",))
+    planted = Design("trained:face-clip", "trained:face-clip?uniform_named=0.5", True, frozenset({"white_unmarked"}))
+    rows = [judge(claim, Estimate(0.3, 0.2, 0.4), planted, Estimate(0.1, 0.0, 0.2), Estimate(0.2, 0.1, 0.3)),
+            judge(claim, Estimate(0.3, 0.2, 0.4), planted, Estimate(0.28, 0.2, 0.36), Estimate(0.02, -0.05, 0.09))]
+    found = audit.card_findings(card("trained:face-clip", rows))
+    assert found == rows and [f.verdict for f in found] == ["recovered", "not recovered"]
+    nothing = audit.card_findings(card(results=[Result("self-similarity (race)", "markedness", 0.6, 0.5, 0.7, group="W")]))
     assert [f.verdict for f in nothing] == ["cannot test"] and "self-similarity (race)" in nothing[0].ours
-    # the full profile's rehearsal: an annotator that finds no person leaves VRBS undefined (05b raised on it)
-    undefined = audit.card_findings(card(Result("default-group unmarked gap (race)", "markedness", None, group="White",
-                                                note="no image of a person")))
-    assert undefined[0].verdict == "cannot tell" and undefined[0].ours == "undefined: no image of a person"
-    # a note that says so itself is shown once (found on the rehearsal's SD 1.4 card: "undefined: undefined: only 0 ...")
-    said = audit.card_findings(card(Result("default-group unmarked gap (race)", "markedness", None, group="White",
-                                           note="undefined: only 0 profession(s) of the 40 drawn ...")))
-    assert said[0].ours == "undefined: only 0 profession(s) of the 40 drawn ..."
-    # a generative model's card: 01d's two gaps and 02d's ColorFoil by likelihood, CLIP's published rate beside
-    generative = audit.card_findings(card(
-        Result(audit.LIKELIHOOD_GAP.format(family="race"), "markedness", 0.2, 0.1, 0.3, group="White"),
-        Result(audit.DESCRIPTION_GAP.format(family="gender"), "markedness", -0.2, -0.3, -0.1, group="Male"),
-        Result("ColorFoil accuracy by likelihood (coco, k=1)", "colorfoil", 0.7, 0.6, 0.8)))
-    assert [f.verdict for f in generative] == ["supports", "contradicts", "supports"]
-    assert "by likelihood" in generative[0].claim and "unnamed in its descriptions" in generative[1].claim
-    assert generative[0].published == "White: 0.479 (CLIP ViT-B/32), by cosine"
-    assert generative[2].published == "not published for generative models" and "likelier" in generative[2].claim
-    named = audit.board_findings([card(Result("default-group unmarked gap (race)", "markedness", 0.2, 0.1, 0.3,
-                                              group="White"))], {"m": "my model"})
-    assert named[0].claim.startswith("my model: White (race) left unmarked")
+    older = audit.card_findings(card(note="schema version 1: written before cards stored the findings"))
+    assert older[0].ours.startswith("schema version 1")
+    named = audit.board_findings([card("trained:face-clip", rows)], {"trained:face-clip": "my model"})
+    assert named[0].claim == "my model: White left unmarked more often" and named[0].contrast == rows[0].contrast
+    pairs = audit.planted_pairs([card("trained:face-clip", rows), card("ViT-B-32/openai", [judge(
+        claim, Estimate(0.3, 0.2, 0.4), Design("ViT-B-32/openai"))])], {"trained:face-clip?uniform_named=0.5": "control"})
+    assert pairs["in planted order beyond the intervals"].tolist() == ["yes", "no"] and set(pairs["control"]) == {"control"}
+    assert audit.planted_pairs_sentence(pairs).startswith("1 of the 2 planted claims sit in their planted order")
+    assert "No card in this folder was judged against a control" in audit.planted_pairs_sentence(pairs.iloc[:0])
 
 
 def test_audit_ray_points_each_measures_notebook_at_the_audited_model(tmp_path):
@@ -474,13 +498,16 @@ def test_a_language_models_seat_is_the_effect_size_of_its_own_hidden_states(tmp_
     assert row.estimate == pytest.approx(d, abs=1e-4) and row.n == 2 * 8 * len(SEAT_TEMPLATES)
     assert abs(d) > 0.05 and "permutation p = " in row.note  # the representations differ: the check can fail
     assert row.ci_low < row.estimate < row.ci_high and row.interval == "percentile bootstrap over words 95%"
-    # the card's finding: the ten associations, judged by the ten intervals
-    finding = next(f for f in audit.card_findings(card) if f.claim.startswith("The ten WEAT associations"))
-    above = sum(r.ci_low > 0 for r in rows.values())
-    below = sum(r.ci_high < 0 for r in rows.values())
-    assert finding.ours.startswith(f"{above} of 10 tests above 0")
-    assert finding.verdict == ("contradicts" if below else "supports" if above == 10 else "cannot tell")
-    assert finding.published == "GloVe 840B word vectors: all 10, d from 1.06 to 1.81"
+    # the card's finding: 03b's claim, judged as 03b's box judges it (each test significant after Holm)
+    finding = next(f for f in audit.card_findings(card) if "associations of the ten WEAT tests" in f.claim)
+    notes = [r.note for r in rows.values()]
+    holm = [float(note.split("Holm-adjusted ")[1].split(";")[0]) for note in notes]
+    estimates = [r.estimate for r in rows.values()]
+    positive = sum(p < 0.05 and d > 0 for p, d in zip(holm, estimates))
+    negative = sum(p < 0.05 and d < 0 for p, d in zip(holm, estimates))
+    assert finding.ours.startswith(f"{positive} of 10 complete tests positive with a Holm-adjusted p below 0.05")
+    assert finding.verdict == ("contradicts" if negative else "supports" if positive == 10 else "cannot tell")
+    assert finding.published.startswith("GloVe 840B: all 10, d from 1.06 to 1.81")
     # batched and padded equals one at a time, and the cache returns what was computed
     texts = [*seat_sentences(test["X"][:3], SEAT_TEMPLATES[:2]), "A much longer sentence than the others, to pad."]
     one_by_one = np.stack([model.sentence_embeddings([t], progress=False)[0] for t in texts])
@@ -517,11 +544,15 @@ def test_guidances_change_is_vrbs_with_guidance_minus_without_on_the_same_jobs(t
     runs = {3.0: manifest(lambda name: tenths[name]), 1.0: manifest(lambda name: 5)}
     asked = []
 
-    def planted_run(spec, p, guidance_scale, progress):
-        asked.append(guidance_scale)
-        return runs[guidance_scale]
+    def planted_run(spec, parameters, **kwargs):  # 04b's study of the model at each guidance scale
+        from types import SimpleNamespace
 
-    monkeypatch.setattr(audit, "_labelled_study_run", planted_run)
+        asked.append(parameters["guidance_scale"])
+        return SimpleNamespace(labels=runs[parameters["guidance_scale"]])
+
+    from vlbias.t2i import study
+
+    monkeypatch.setattr(study, "study_run", planted_run)
     monkeypatch.setattr(audit, "MEASURES", tuple(m for m in audit.MEASURES if m.name == "guidance change"))
     card, _ = audit.audit_model("tiny:sd", "demo", root=ROOT, out_dir=tmp_path, progress=False)
     assert not card.failures, card.failures

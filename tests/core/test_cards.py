@@ -31,10 +31,37 @@ def _card(spec="trained:face-clip", kind="image-text", weights="sha256:aa", resu
                 limits=["a stand-in world: says nothing about real faces"], **extra)
 
 
+def test_a_version_1_card_is_read_with_a_note_and_no_findings(tmp_path):
+    document = _card().to_json()
+    document["schema_version"] = 1
+    document.pop("findings")
+    (tmp_path / "old.json").write_text(json.dumps(document))
+    old = read_card(tmp_path / "old.json")
+    assert old.findings == [] and old.note.startswith("schema version 1: written before cards stored the findings")
+    document["findings"] = []  # a version 1 card knew no findings
+    (tmp_path / "odd.json").write_text(json.dumps(document))
+    with pytest.raises(ValueError, match="breaks card schema version 1 at \\(top level\\)"):
+        read_card(tmp_path / "odd.json")
+
+
+def test_a_cards_findings_round_trip_as_the_page_judged_them(tmp_path):
+    from vlbias.findings import Claim, Design, Estimate, finding_from_record, finding_record, judge
+
+    row = judge(Claim("male", "Male unmarked more often", "Male 26.6%"), Estimate(0.3, 0.2, 0.4),
+                Design("trained:face-clip", "trained:face-clip?uniform_named=0.5", True, frozenset({"male"})),
+                Estimate(0.1, 0.0, 0.2), Estimate(0.2, float("nan"), float("nan")))
+    card = _card()
+    card.findings = [finding_record(row)]
+    back = read_card(write_card(card, tmp_path / "card.json"))
+    assert finding_from_record(back.findings[0]) == row
+    assert back.findings[0]["estimates"]["contrast"]["low"] is None  # NaN written as null
+    assert back.findings[0]["control_spec"] == "trained:face-clip?uniform_named=0.5"
+
+
 def test_a_card_round_trips_through_its_file_with_undefined_numbers_as_null(tmp_path):
     path = write_card(_card(), tmp_path / "cards" / "face-clip.json")
     document = json.loads(path.read_text())
-    assert document["format"] == "vlbias-card" and document["schema_version"] == 1
+    assert document["format"] == "vlbias-card" and document["schema_version"] == 2 and document["findings"] == []
     assert document["results"][1]["estimate"] is None and document["results"][1]["ci_low"] is None
     assert document["provenance"] == {"vlbias_version": vlbias.__version__,
                                       "code_revision": "be0c0e3", "profile": "demo",
@@ -52,10 +79,12 @@ def test_a_card_round_trips_through_its_file_with_undefined_numbers_as_null(tmp_
 @pytest.mark.parametrize("edit, message", [
     (lambda d: d.update(format="clip_benchmark"), r"is not a vlbias card \(its 'format' is 'clip_benchmark'"),
     (lambda d: d.pop("format"), r"is not a vlbias card \(its 'format' is None"),
-    (lambda d: d.update(schema_version=2), r"schema version 2, newer than this vlbias reads \(version 1\): upgrade"),
-    (lambda d: d.update(schema_version=0), r"schema version 0, which this vlbias \(version 1\) no longer reads"),
+    (lambda d: d.update(schema_version=3), r"schema version 3, newer than this vlbias reads \(version 2\): upgrade"),
+    (lambda d: d.update(schema_version=0), r"schema version 0, which this vlbias \(version 2\) no longer reads"),
     (lambda d: d.update(schema_version="1"), r"no integer schema_version \('1'\)"),
-    (lambda d: d["model"].update(kind="chatbot"), r"breaks card schema version 1 at model/kind: 'chatbot' is not one of"),
+    (lambda d: d["model"].update(kind="chatbot"), r"breaks card schema version 2 at model/kind: 'chatbot' is not one of"),
+    (lambda d: d["findings"].append({"claim": "x", "published": "", "ours": "", "verdict": ""}),
+     r"at findings/0/verdict: '' should be non-empty"),
     (lambda d: d["model"].pop("weights"), r"at model: 'weights' is a required property"),
     (lambda d: d["results"][0].update(estimate="high"), r"at results/0/estimate: 'high' is not of type"),
     (lambda d: d["results"][0].update(order="best"), r"at results/0/order"),

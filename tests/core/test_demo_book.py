@@ -39,6 +39,14 @@ PLANTED_PAGES = {"01a_self_similarity", "01b_markedness", "01c_controlled_marked
                  "04c_cads", "04e_controlled_generation"}
 
 
+#: the pages whose box judges a planted model against its control
+CONTROLLED_PAGES = {"01a_self_similarity", "01b_markedness", "01c_controlled_markedness", "01d_generative_markedness",
+                    "02b_colorfoil_evaluation", "02c_colorfoil_colour_model", "02d_colorfoil_generative",
+                    "04b_annotation_and_metrics", "04c_cads", "04d_extensions", "04e_controlled_generation"}
+#: the pages whose banner states their power to detect what they plant (or, for 03c, what the chapter simulates)
+POWER_PAGES = CONTROLLED_PAGES | {"03c_erasure", "04a_generation"}
+
+
 @pytest.mark.slow
 def test_demo_book_builds_offline(demo_book):
     project, result, log = demo_book.project, demo_book.result, demo_book.log
@@ -74,6 +82,13 @@ def test_demo_book_builds_offline(demo_book):
         assert "Findings: paper vs ours</p>" in text, f"{name}: no findings box"
         if name in PLANTED_PAGES:
             assert "The planted truth." in text, f"{name}: the findings box does not say what the world planted"
+        box = text[text.index("Findings: paper vs ours</p>"):]
+        if name in CONTROLLED_PAGES:  # a planted cause judged against its control: three numbers a row
+            assert "<th>planted model</th><th>control</th><th>planted − control</th>" in box, name
+            assert "✔ supports" not in box and "✘ contradicts" not in box, f"{name}: a verdict on the paper from a toy"
+        if name in POWER_PAGES:  # the banner (the page's first admonition, before any result) states its power
+            banner = text.index("Demo output:")
+            assert banner < text.find("<b>Power</b>") < text.index("admonition-title", banner + 1), name
         assert not book.page_problems(text, page), f"{name}: {book.page_problems(text, page)}"
     assert list((html / "_images").glob("*.png")), "no figure images in the book"
 

@@ -82,6 +82,7 @@ def test_bad_designs_are_said_not_failed():
     alone = judge(CLAIM, GAP, planted_design(control=None))
     assert alone.verdict == "recovered" and "No control: the verdict is about the planted model alone" in alone.note
     assert judge(CLAIM, NONE, planted_design(control=None)).verdict == "not recovered"
+    assert "the page recovered 1 on the planted model alone, with no control" in text(findings_box([alone]))
     undefined = judge(CLAIM, Estimate(float("nan"), how="no pictures"), planted_design())
     assert undefined.verdict == "cannot test" and undefined.note.startswith("undefined: no pictures")
 

@@ -34,7 +34,7 @@ def test_open_no_launch_writes_the_notebook_with_demo_parameters_injected(tmp_pa
     assert len(injected) == 1
     text = "".join(injected[0]["source"])
     assert 'model_spec = "trained:face-clip"' in text and "seed = 3" in text and 'profile = "demo"' in text
-    assert 'data_root = "world"' in text
+    assert 'data_root = "world?val_per_cell=60"' in text
     # injected right after the parameters cell, every source cell kept, nothing executed
     position = cells.index(injected[0])
     assert "parameters" in cells[position - 1]["metadata"].get("tags", [])

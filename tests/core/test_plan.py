@@ -132,8 +132,8 @@ def test_the_model_comparison_is_counted():
     annotator_rate = throughputs()["image embeddings/s"]["ViT-L-14"]
     extra = images * 20 / throughputs()[DIFFUSION] / 3600 + images / annotator_rate / 3600
     assert compared.gpu_hours - alone.gpu_hours == pytest.approx(extra)
-    lines = [line for line in compared.work if "folder model-comparison_" in line]
-    assert len(lines) == 4 and sum("model-comparison_plain" in line for line in lines) == 3
+    lines = [line for line in compared.work if "_4-per-profession_" in line]
+    assert len(lines) == 4 and sum("folder plain_4-per-profession_" in line for line in lines) == 3
 
 
 def test_04d_is_planned_with_its_own_professions_and_prompt_not_as_04a_run():
@@ -143,4 +143,4 @@ def test_04d_is_planned_with_its_own_professions_and_prompt_not_as_04a_run():
     # 04b reads 04a's images; 04d draws its own 12 professions x 4 ("A competent ..."), its notebook's defaults
     assert ("generation", "tiny:sd") not in plans["04b_annotation_and_metrics"].stages
     assert ("generation", "tiny:sd") in plans["04d_extensions"].stages
-    assert "tiny:sd: 48 images (12 professions, folder competent) at 4 steps" in " ".join(plans["04d_extensions"].work)
+    assert "tiny:sd: 48 images (12 professions, folder competent_4-per-profession_" in " ".join(plans["04d_extensions"].work)

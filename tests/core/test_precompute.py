@@ -282,8 +282,8 @@ def test_the_demo_plan_becomes_cache_chunks_and_generation_batches(tmp_path, mon
     # 04b reads 04a's plain run: one stage; 45 professions x 4 images in batches of 16
     generation, *cads_notebook, extension = by_kind["generation"]
     # 04d: its 12 professions x 4 images, prompted "A competent ...", in a folder of its own
-    assert (extension.notebooks, Path(extension.call["run_dir"]).name, extension.n_items, extension.n_units) == (
-        ["04d_extensions"], "competent", 48, 3)
+    assert (extension.notebooks, Path(extension.call["run_dir"]).name.split("_4-per-profession_")[0], extension.n_items,
+            extension.n_units) == (["04d_extensions"], "competent", 48, 3)
     assert extension.call["jobs"].prompt.iloc[0] == "A competent doctor"
     assert generation.notebooks == ["04a_generation", "04b_annotation_and_metrics"]
     assert (generation.n_items, generation.n_units, generation.unit_items(11)) == (180, 12, 4)
@@ -292,18 +292,25 @@ def test_the_demo_plan_becomes_cache_chunks_and_generation_batches(tmp_path, mon
     from vlbias.t2i.bias import study_professions
 
     n = len(study_professions(include_source_cases=False))
-    folders = [(s.spec, Path(s.call["run_dir"]).name, s.n_items) for s in cads_notebook]
-    assert [folder for folder in folders if folder[1].startswith("cads-grid")] == [
-        ("tiny:sd", "cads-grid_plain", 4 * n),
-        ("tiny:sd", "cads-grid_cads_tau1=0.6,tau2=0.9,s=0.25,psi=1,rescale=True,linear", 4 * n),
-        ("tiny:sd", "cads-grid_cads_tau1=0.6,tau2=0.9,s=1,psi=1,rescale=True,linear", 4 * n)]
+
+    def named(stage):  # a study folder's sampler and images per profession (its digest of jobs and settings aside)
+        name, _, rest = Path(stage.call["run_dir"]).name.rpartition("-per-profession_")
+        return name.rstrip("_"), rest
+
+    folders = [(s.spec, named(s)[0], s.n_items) for s in cads_notebook]
+    cads = "cads_tau1=0.6,tau2=0.9,s={},psi=1,rescale=True,linear_"
+    # the grid: the page's study (4 images per profession), plain and at each noise scale, in one digest
+    grid = [stage for stage in cads_notebook if named(stage)[0].endswith("_4") and not named(stage)[0].startswith(
+        ("intervention", "negative"))]
+    assert [(s.spec, named(s)[0], s.n_items) for s in grid] == [
+        ("tiny:sd", "plain_4", 4 * n), ("tiny:sd", cads.format(0.25) + "_4", 4 * n), ("tiny:sd", cads.format(1) + "_4", 4 * n)]
+    assert len({named(s)[1] for s in grid}) == 1
     assert [folder for folder in folders if folder[1].startswith(("intervention", "negative"))] == [
-        ("tiny:sd", "intervention=,_regardless_of_gender", 24), ("tiny:sd", "negative=gender_stereotype", 24)]
-    compared = "model-comparison_cads_tau1=0.6,tau2=0.9,s=1,psi=1,rescale=True,linear"
-    assert [folder for folder in folders if folder[1].startswith("model-comparison")] == [
-        ("tiny:sd", "model-comparison_plain", 2 * n), ("tiny:sd", compared, 2 * n),
-        ("tiny:sdxl", "model-comparison_plain", 2 * n), ("tiny:sd3", "model-comparison_plain", 2 * n),
-        ("tiny:sd3", compared, 2 * n)]
+        ("tiny:sd", "intervention=,_regardless_of_gender_4", 24), ("tiny:sd", "negative=gender_stereotype_4", 24)]
+    # the model comparison: its own study, 2 images per profession, every model plain and two with CADS
+    assert [folder for folder in folders if folder[1].endswith("_2")] == [
+        ("tiny:sd", "plain_2", 2 * n), ("tiny:sd", cads.format(1) + "_2", 2 * n), ("tiny:sdxl", "plain_2", 2 * n),
+        ("tiny:sd3", "plain_2", 2 * n), ("tiny:sd3", cads.format(1) + "_2", 2 * n)]
     assert all(s.unit_size == 16 and s.notebooks == ["04c_cads"] for s in cads_notebook)
     assert len(work.units) == 2 + 12 + sum(-(-items // 16) for _, _, items in folders) + 3
     assert not any(text.startswith("04c_cads: generation") for text in work.left)
@@ -353,35 +360,39 @@ def test_the_book_side_never_imports_ray():
 
 def test_04c_and_04d_images_are_precomputed_as_the_notebooks_draw_them(tmp_path, monkeypatch):
     """One stage per folder of 04c and 04d; the units, run in a worker, write the grid's images that
-    04c's own call (``noise_scale_grid``) draws, byte for byte, and then the notebooks' calls (the grid,
-    the baselines, the model comparison, 04d's) draw nothing: every image is found, with the jobs and
-    settings they ask for."""
+    04c's own call (``cads_grid``, on the page's study runs) draws, byte for byte, and then the notebooks'
+    calls (the grid, the baselines, the model comparison, 04d's) draw nothing: every image is found, with
+    the jobs and settings they ask for."""
     import torch
 
-    from vlbias.models import load_image_text_model, load_text_to_image
+    from vlbias import profiles
+    from vlbias.models import load_image_text_model
     from vlbias.models.text_to_image import DiffusersTextToImage
-    from vlbias.t2i import bias as t2i_bias
-    from vlbias.t2i.compare import model_comparison, noise_scale_grid
-    from vlbias.t2i.controls import intervened_jobs
+    from vlbias.t2i import bias as t2i_bias, runs as t2i_runs
+    from vlbias.t2i.compare import cads_config, cads_grid, comparison_parameters, study_comparison
     from vlbias.t2i.generation import prompt_jobs, run_directory
+    from vlbias.t2i.study import generation_settings, study_jobs
 
     monkeypatch.setenv("VLBIAS_CACHE_DIR", str(tmp_path / "cache"))
     torch.set_num_threads(1)
     settings = {"images_per_profession": 1, "num_inference_steps": 3, "height": 32, "width": 32, "batch_size": 16,
                 "control_professions": 2, "comparison_images_per_profession": 1, "t2i_specs": ["tiny:sd", "tiny:sd3"],
-                "cads_t2i_specs": ["tiny:sd3"]}
-    scales, cads = [0.0, 1.0], {"tau1": 0.6, "tau2": 0.9, "psi": 1.0, "rescale": True, "schedule": "linear",
-                                "branch": "cond"}
+                "cads_t2i_specs": ["tiny:sd3"], "n_boot": 10}
+    scales = [0.0, 1.0]
     given = [f"04c_cads.output_dir={tmp_path / 'pre'}", f"04c_cads.noise_scales={scales}",
              *(f"04c_cads.{key}={value}" for key, value in settings.items())]
     given += [f"04d_extensions.output_dir={tmp_path / 'pre'}", "04d_extensions.images_per_profession=1"]
     work = pc.build_work(TINY_PROFILE, ["04c_cads", "04d_extensions"], REPO, given)
-    grid = [stage for stage in work.stages if Path(stage.call["run_dir"]).name.startswith("cads-grid")]
-    assert [Path(stage.call["run_dir"]).name for stage in grid] == [
-        "cads-grid_plain", "cads-grid_cads_tau1=0.6,tau2=0.9,s=1,psi=1,rescale=True,linear"]
-    assert [stage.call["cads"] for stage in grid] == [None, {"noise_scale": 1.0, **cads}]
+    run = profiles.plan_run(REPO, TINY_PROFILE, ["04c_cads", "04d_extensions"], given)
+    page = {**profiles.notebook_parameters(REPO, "04c_cads", run), "device": "cpu"}
+    page["output_dir"] = str(tmp_path / "pre")
     professions = list(t2i_bias.study_professions(include_source_cases=False).profession)
-    assert [(stage.n_items, stage.n_units) for stage in grid] == [(len(professions), -(-len(professions) // 16))] * 2
+    # the grid: the page's study at its own size (the model comparison draws at the models' own sizes)
+    grid = [stage for stage in work.stages if stage.spec == "tiny:sd" and stage.call["settings"]["height"] == 32
+            and not Path(stage.call["run_dir"]).name.startswith(("intervention", "negative", "competent"))]
+    names = sorted(Path(stage.call["run_dir"]).name.split("_1-per-profession_")[0].rstrip("_") for stage in grid)
+    assert names == ["cads_tau1=0.6,tau2=0.9,s=1,psi=1,rescale=True,linear", "plain"], names
+    assert sorted(stage.n_items for stage in grid) == [len(professions)] * 2
 
     worker = pc.Worker(1, {})
     for position, index in work.units:
@@ -389,52 +400,43 @@ def test_04c_and_04d_images_are_precomputed_as_the_notebooks_draw_them(tmp_path,
         assert result["error"] is None and result["computed"] == work.stages[position].unit_items(index)
 
     # 04c's grid cell, in a folder of its own: what the notebook draws without precompute
-    jobs = prompt_jobs(professions, "A photo of a {profession}", 1, seed=0)
-    annotator, reference = load_image_text_model("tiny:clip", device="cpu"), t2i_bias.reference_shares()
-    generation = {"num_inference_steps": 3, "guidance_scale": 7.5, "height": 32, "width": 32}
-    prompts = {"female": "a photo of a female worker", "male": "a photo of a male worker", "no person": "a building"}
-    _, drawn = noise_scale_grid(load_text_to_image("tiny:sd", device="cpu"), annotator, jobs, scales, tmp_path / "own",
-                                prompts, reference, cads=cads, generation=generation, batch_size=16, n_boot=10)
+    annotator = load_image_text_model("tiny:clip", device="cpu")
+    _, drawn = cads_grid("tiny:sd", {**page, "output_dir": str(tmp_path / "own")}, scales, annotator=annotator)
 
     monkeypatch.setattr(DiffusersTextToImage, "generate",
                         lambda *args, **kwargs: pytest.fail("an image was drawn again: precompute missed it"))
-    model = load_text_to_image("tiny:sd", device="cpu")
-    _, found = noise_scale_grid(model, annotator, jobs, scales, tmp_path / "pre", prompts, reference, cads=cads,
-                                generation=generation, batch_size=16, n_boot=10)
+    _, found = cads_grid("tiny:sd", page, scales, annotator=annotator)
     for s in scales:
-        assert found[s]["run_dir"] == Path(grid[scales.index(s)].call["run_dir"])
-        names = sorted(found[s]["manifest"].file)
-        assert names == sorted(drawn[s]["manifest"].file) and len(names) == len(professions)
-        for name in names:
+        assert str(found[s]["run_dir"]) in {stage.call["run_dir"] for stage in grid}
+        files = sorted(found[s]["manifest"].file)
+        assert files == sorted(drawn[s]["manifest"].file) and len(files) == len(professions)
+        for name in files:
             assert (found[s]["run_dir"] / name).read_bytes() == (drawn[s]["run_dir"] / name).read_bytes(), name
     first = drawn[0.0]["run_dir"] / sorted(drawn[0.0]["manifest"].file)[0]
     assert first.read_bytes() != (drawn[1.0]["run_dir"] / first.name).read_bytes()  # CADS did change the image
-    # 04c's controls cell and model comparison, with the notebook's arguments: found, not drawn
-    control_jobs = jobs[jobs.profession.isin(professions[:2])].reset_index(drop=True)
-    for baseline_jobs, extra, folder in ((intervened_jobs(control_jobs, ", regardless of gender"), {},
-                                          "intervention=, regardless of gender"),
-                                         (control_jobs, {"negative_prompt": "gender stereotype"},
-                                          "negative=gender stereotype")):
-        manifest = generate_to_disk(model, baseline_jobs, run_directory(tmp_path / "pre", "tiny:sd", folder),
-                                    batch_size=16, progress=False, **generation, **extra)
-        assert len(manifest) == 2
-    ranking, runs, failures = model_comparison(
-        ["tiny:sd", "tiny:sd3"], annotator, jobs, tmp_path / "pre",
-        {"female": prompts["female"], "male": prompts["male"]},  # every image a person: a ranking at 1 per profession
-        reference, cads_specs=["tiny:sd3"],
-        cads={"noise_scale": 1.0, **cads}, generation={"num_inference_steps": 3, "guidance_scale": 7.5,
-                                                       "height": None, "width": None},
-        batch_size=16, n_boot=10, device="cpu")
+    # 04c's controls cell (its baselines) and model comparison, with the notebook's arguments: found, not drawn
+    _, control_jobs = t2i_runs.control_jobs(study_jobs(page), page["control_professions"])
+    model = __import__("vlbias.models", fromlist=["load_text_to_image"]).load_text_to_image("tiny:sd", device="cpu")
+    for baseline_jobs, extra, folder in t2i_runs.control_baselines(control_jobs, page["intervention_suffix"],
+                                                                   page["negative_prompt"]).values():
+        at = {**generation_settings(page), **extra}
+        manifest = generate_to_disk(model, baseline_jobs, run_directory(page["output_dir"], "tiny:sd",
+                                                                        t2i_runs.named_folder(folder, baseline_jobs, at)),
+                                    batch_size=16, progress=False, **at)
+        assert len(manifest) == len(baseline_jobs) == 2
+    ranking, runs, failures, _ = study_comparison(["tiny:sd", "tiny:sd3"], comparison_parameters(page),
+                                                  cads_specs=["tiny:sd3"], cads=cads_config(page, page["comparison_noise_scale"]),
+                                                  annotator=annotator)
     assert failures.empty and sorted(runs) == [("tiny:sd", "plain"), ("tiny:sd3", "CADS"), ("tiny:sd3", "plain")]
-    # 04d's cell (demo settings: 4 steps, 32 px, batches of 16)
-    extension_jobs = prompt_jobs(["doctor", "nurse", "CEO", "software developer", "teacher", "janitor", "pilot",
-                                  "cashier", "electrician", "hairdresser", "lawyer", "farmer"],
-                                 "A competent {profession}", 1, seed=0)
-    manifest = generate_to_disk(model, extension_jobs, run_directory(tmp_path / "pre", "tiny:sd", "competent"),
-                                batch_size=16, progress=False, num_inference_steps=4, guidance_scale=7.5, height=32,
-                                width=32)
-    assert len(manifest) == 12
-    assert all(len(manifest) == len(professions) for manifest in runs.values())
+    assert all(len(found) == len(professions) for found in runs.values())
+    # 04d's cell
+    extension = {**profiles.notebook_parameters(REPO, "04d_extensions", run), "output_dir": str(tmp_path / "pre")}
+    jobs = prompt_jobs(list(extension["professions"]), extension["prompt_template"], 1, seed=extension["seed"])
+    at = generation_settings(extension)
+    manifest = generate_to_disk(model, jobs, run_directory(extension["output_dir"], "tiny:sd",
+                                                           t2i_runs.named_folder(t2i_runs.EXTENSION_FOLDER, jobs, at)),
+                                batch_size=16, progress=False, **at)
+    assert len(manifest) == len(jobs) == len(extension["professions"])
 
 
 # --------------------------------------------------------------------------- actors and memory

@@ -221,12 +221,14 @@ def control_data_root(data_root, model_spec: str, control_spec: str):
 
 def control_samples(control_specs, model_spec: str, data_root, split, padding, measure) -> dict:
     """Each control's :class:`~vlbias.markedness.findings.Sample`: ``measure(spec, dataset)`` on the pictures
-    :func:`control_data_root` gives it (``split`` and ``padding`` as the page's), by spec. A control equal to
-    the model is kept (the box then says there is no contrast)."""
+    :func:`control_data_root` gives it (``split`` and ``padding`` as the page's), by spec, for the controls that
+    are the model's own (:func:`vlbias.findings.controls_of`: none for a model not trained here). A control
+    equal to the model is kept (the box then says there is no contrast)."""
     from ..data import load_dataset
+    from ..findings import controls_of
 
     found = {}
-    for spec in dict.fromkeys(control_specs or []):
+    for spec in controls_of(model_spec, control_specs):
         dataset = load_dataset("fairface", root=control_data_root(data_root, model_spec, spec), split=split,
                                padding=padding)
         found[spec] = measure(spec, dataset)
@@ -294,8 +296,10 @@ def generative_control_samples(control_specs, model_spec: str, data_root, split,
     from .groups import sample_per_group
     from .prompts import FAMILIES
 
+    from ..findings import controls_of
+
     likely, described = {}, {}
-    for spec in dict.fromkeys(control_specs or []):
+    for spec in controls_of(model_spec, control_specs):
         dataset = load_dataset("fairface", root=control_data_root(data_root, model_spec, spec), split=split,
                                padding=padding)
         positions = sample_per_group(dataset.records, list(FAMILIES), images_per_group, seed=seed)
