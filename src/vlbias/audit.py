@@ -201,7 +201,8 @@ def _markedness(spec: str, p: dict[str, Any], progress: bool):
     controls = mk_controls.control_samples(p.get("control_specs"), spec, p["data_root"], p["split"], p["padding"],
                                            lambda control, data: mk_controls.unmarked_sample(
                                                control, data, prompts, person, device=p["device"], half=p["half"],
-                                               batch_size=p["batch_size"], decode_workers=p["decode_workers"]))
+                                               batch_size=p["batch_size"], decode_workers=p["decode_workers"],
+                                               model=_loaded("image-text", control, p["device"], p["half"])))
     found = mk_findings.unmarked_findings(spec, sample, controls, mk.published_as_unmarked(_published_table()),
                                           p.get("model_names") or {}, p["n_boot"], p["seed"])
     return results, {"fairface": dataset.identity}, found
@@ -228,7 +229,8 @@ def _self_similarity(spec: str, p: dict[str, Any], progress: bool):
     controls = mk_controls.control_samples(p.get("control_specs"), spec, p["data_root"], p["split"], p["padding"],
                                            lambda control, data: mk_controls.embedding_sample(
                                                control, data, device=p["device"], half=p["half"],
-                                               batch_size=p["batch_size"], decode_workers=p["decode_workers"]))
+                                               batch_size=p["batch_size"], decode_workers=p["decode_workers"],
+                                               model=_loaded("image-text", control, p["device"], p["half"])))
     found = mk_findings.self_similarity_findings(spec, sample, controls, _published_table(), p.get("model_names") or {},
                                                  p["n_boot"], p["seed"])
     return results, {"fairface": dataset.identity}, found
@@ -399,7 +401,8 @@ def _generative_markedness(spec: str, p: dict[str, Any], progress: bool):
     likely, described = mk_controls.generative_samples(spec, images, records, mk_controls.faces_identity(
         dataset, p["images_per_group"], p["seed"]), **reading, model=model)
     controls_likely, controls_described = mk_controls.generative_control_samples(
-        p.get("control_specs"), spec, p["data_root"], p["split"], p["padding"], p["images_per_group"], p["seed"], **reading)
+        p.get("control_specs"), spec, p["data_root"], p["split"], p["padding"], p["images_per_group"], p["seed"],
+        load=lambda control: _loaded("vision-language", control, p["device"], p["half"]), **reading)
     names = p.get("model_names") or {}
     found = (mk_findings.likelihood_findings(spec, likely, controls_likely, mk.published_as_unmarked(_published_table()),
                                              names, score=p["score"], age_continues_person=continues["age"],

@@ -241,7 +241,8 @@ def cohen_kappa(first: Sequence, second: Sequence) -> float:
 def stratified_weights(strata, n_boot: int, seed: int | None = 0) -> np.ndarray:
     """``(n_boot, n)`` bootstrap counts: each replicate resamples every stratum's items with replacement,
     keeping the stratum's size (``strata``: one label per item; the groups a design fixes, such as the
-    race × gender × age cells of a data set, stay the size they are). Row sums equal ``n``."""
+    race × gender × age cells of a data set, stay the size they are). Row sums equal ``n``. The counts are
+    whole numbers held as float32, exact up to 2**24, so that a statistic's products with them run on BLAS."""
     labels = np.asarray(strata)
     if labels.ndim != 1 or labels.size == 0:
         raise ValueError(f"strata must give one label per item (a 1-D array of at least one), got shape {labels.shape}")
@@ -249,7 +250,7 @@ def stratified_weights(strata, n_boot: int, seed: int | None = 0) -> np.ndarray:
         raise ValueError(f"n_boot must be at least 1, got {n_boot}")
     _, codes = np.unique(labels, return_inverse=True)
     rng = np.random.default_rng(seed)
-    weights = np.zeros((n_boot, labels.size), dtype=np.int32)
+    weights = np.zeros((n_boot, labels.size), dtype=np.float32)
     for code in range(codes.max() + 1):
         items = np.flatnonzero(codes == code)
         weights[:, items] = rng.multinomial(items.size, np.full(items.size, 1.0 / items.size), size=n_boot)
@@ -267,7 +268,8 @@ def _percentile(replicates: np.ndarray, confidence: float) -> tuple[float, float
 
 
 def bootstrap_contrast(planted, control=None, strata=None, control_strata=None, n_boot: int = 1000,
-                       confidence: float = 0.95, seed: int | None = 0, items: str = "items"):
+                       confidence: float = 0.95, seed: int | None = 0, items: str = "items", weights=None,
+                       control_weights=None):
     """A claim's statistic on a planted model and on its control, and their difference, with percentile
     bootstrap intervals: ``(planted, control, contrast)`` as :class:`vlbias.findings.Estimate` s (the last two
     ``None`` without ``control``).
@@ -278,13 +280,16 @@ def bootstrap_contrast(planted, control=None, strata=None, control_strata=None, 
     None the two share their items (the same pictures, in the same order) and each replicate weights both
     alike: a **paired** bootstrap, in which what the items share cancels from the difference. Given
     ``control_strata``, the control's items are others (another world's pictures) and are resampled
-    apart: an **independent** bootstrap. ``items`` names the items for the intervals' description."""
+    apart: an **independent** bootstrap. ``items`` names the items for the intervals' description.
+    ``weights`` and ``control_weights``: the :func:`stratified_weights` of ``strata`` and ``control_strata``
+    at ``n_boot`` and ``seed`` (and ``seed + 1``), where a caller judging several claims on the same items
+    made them once."""
     from .findings import Estimate
 
     strata = np.asarray(strata)
     n = strata.size
-    own = stratified_weights(strata, n_boot, seed)
-    point = lambda statistic, size: float(np.asarray(statistic(np.ones((1, size), dtype=np.int32)))[0])  # noqa: E731
+    own = stratified_weights(strata, n_boot, seed) if weights is None else weights
+    point = lambda statistic, size: float(np.asarray(statistic(np.ones((1, size), dtype=np.float32)))[0])  # noqa: E731
     planted_values = np.asarray(planted(own), dtype=float)
     paired = control_strata is None
     kind = "paired" if paired else "independent"
@@ -297,8 +302,9 @@ def bootstrap_contrast(planted, control=None, strata=None, control_strata=None, 
         control_values, size = np.asarray(control(own), dtype=float), n
     else:
         size = np.asarray(control_strata).size
-        control_values = np.asarray(control(stratified_weights(control_strata, n_boot, None if seed is None else seed + 1)),
-                                    dtype=float)
+        if control_weights is None:
+            control_weights = stratified_weights(control_strata, n_boot, None if seed is None else seed + 1)
+        control_values = np.asarray(control(control_weights), dtype=float)
     control_estimate = Estimate(point(control, size), *_percentile(control_values, confidence), how=how)
     difference = Estimate(estimate.value - control_estimate.value,
                           *_percentile(planted_values - control_values, confidence), how=how)
@@ -308,9 +314,11 @@ def bootstrap_contrast(planted, control=None, strata=None, control_strata=None, 
 def weighted_rates(weights: np.ndarray, hits, members) -> np.ndarray:
     """Per replicate (a row of ``weights``), the share of ``hits`` among the items ``members`` selects:
     the rate of a group under bootstrap weights (NaN where the group has no weight)."""
-    hits, members = np.asarray(hits, dtype=float), np.asarray(members, dtype=float)
+    weights = np.asarray(weights)
+    kind = weights.dtype if weights.dtype.kind == "f" else np.float64  # the weights' own precision: no copy of them
+    hits, members = np.asarray(hits, dtype=kind), np.asarray(members, dtype=kind)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (weights @ (hits * members)) / (weights @ members)
+        return (weights @ (hits * members)).astype(float) / (weights @ members).astype(float)
 
 
 def weighted_self_similarity(weights: np.ndarray, unit: np.ndarray) -> np.ndarray:

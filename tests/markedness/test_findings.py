@@ -249,5 +249,9 @@ def test_reporting_findings_contrast_the_widest_gap_with_its_controls_seed_by_se
     gaps = reporting_gaps()
     assert mk_findings.reporting_findings(gaps[gaps["control"]], seeds)[0].verdict == "cannot test"  # no reporting gap
     assert [f.verdict for f in mk_findings.reporting_findings(gaps.iloc[1:], seeds, None, SPECS)][1] == "cannot test"
+    # placebo: the control's seeds in the widest gap's place, against the control and the smallest gap
+    placebo = by_seed([2.0, -1.0, 0.0, 1.0], [1.0, -2.0, 3.0, 0.0], [2.0, -1.0, 0.0, 1.0])
+    assert [f.verdict for f in mk_findings.reporting_findings(reporting_gaps(widest=(0.5, -2.0, 3.0)), placebo,
+                                                              published, SPECS)] == ["not recovered"] * 2
     text = mk_findings.reporting_planted(gaps, epochs=8, share_spread=0.8)
     assert "reporting gaps up to 0.8" in text and "from 10% to 90%" in text

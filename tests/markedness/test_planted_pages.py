@@ -80,3 +80,41 @@ def test_01a_recovers_the_planted_variety_against_the_control_without_it_and_the
     placebo = mk_findings.self_similarity_findings(PLANTED, even, {CONTROL: even, NO_VARIETY: even}, names=names,
                                                    n_boot=1000)
     assert {f.verdict for f in placebo if f.key == "white_least"} == {"not recovered"}
+
+
+@pytest.mark.slow
+def test_01d_recovers_the_planted_reporting_in_a_captioners_words_and_the_placebo_nothing(demo_book, demo_cache):
+    """01d's captioners (small LLaVAs trained on the face world's captions, planted reporting and the uniform
+    control): by likelihood and in their descriptions, the planted one leaves White, Male and the middle-aged
+    unnamed beyond the control on the same faces; with the control's readings in its place, nothing is
+    recovered. (Summed log-likelihood, 01d's demo score, leaves age unmarked by construction: "cannot test".)"""
+    from vlbias.markedness import generative as gen
+    from vlbias.markedness.groups import sample_per_group
+
+    p = _page(demo_book, "01d_generative_markedness")
+    planted_spec, control_spec = "trained:face-captioner", "trained:face-captioner?uniform_named=0.9"
+    assert p["control_specs"] == [control_spec]
+    dataset = load_dataset("fairface", root=p["data_root"], split=p["split"])
+    positions = sample_per_group(dataset.records, list(mk.FAMILIES), p["images_per_group"], seed=p["seed"])
+    person, prompts = mk.prompt_set(p["prompt_prefix"], p["oldest_age_wording"])
+    reading = dict(prompts=prompts, person_prompt=person, score=p["score"], likelihood_prompt=p["likelihood_prompt"],
+                   describe_prompt=p["describe_prompt"], max_new_tokens=p["max_new_tokens"], batch_size=p["batch_size"],
+                   device="cpu")
+    identity = mk_controls.faces_identity(dataset, p["images_per_group"], p["seed"])
+    images, records = dataset.images(positions), dataset.records.iloc[positions]
+    likely, described = mk_controls.generative_samples(planted_spec, images, records, identity, **reading)
+    control_likely, control_described = mk_controls.generative_samples(control_spec, images, records, identity, **reading)
+    continues = gen.continues_person_prompt(prompts, person)["age"]
+
+    def verdicts(model, against, words):
+        if words:
+            return [f.verdict for f in mk_findings.description_findings(planted_spec, model, {control_spec: against})]
+        return [f.verdict for f in mk_findings.likelihood_findings(planted_spec, model, {control_spec: against},
+                                                                   score=p["score"], age_continues_person=continues)]
+
+    summed_age = "cannot test" if p["score"] == "sum" and continues else "recovered"
+    assert verdicts(likely, control_likely, False) == ["recovered", "recovered", summed_age]
+    assert verdicts(described, control_described, True) == ["recovered"] * 3
+    for words, (model, against) in ((False, (control_likely, likely)), (True, (control_described, described)),
+                                    (True, (control_described, control_described))):
+        assert set(verdicts(model, against, words)) <= {"not recovered", "cannot test"}

@@ -236,28 +236,29 @@ def control_samples(control_specs, model_spec: str, data_root, split, padding, m
 
 
 def embedding_sample(spec: str, dataset, device=None, half: bool = False, batch_size: int = 128,
-                     decode_workers=None, progress: bool = False):
+                     decode_workers=None, progress: bool = False, model=None):
     """``spec``'s image embeddings of ``dataset`` (cached, :func:`vlbias.embeddings.embed_images`) as a
-    :class:`~vlbias.markedness.findings.Sample` (01a's claims)."""
+    :class:`~vlbias.markedness.findings.Sample` (01a's claims); ``model``: ``spec`` already loaded."""
     from ..embeddings import embed_images
     from ..models import load_image_text_model
     from .findings import Sample
 
-    model = load_image_text_model(spec, device=device, half=half)
+    model = model if model is not None else load_image_text_model(spec, device=device, half=half)
     embeddings = embed_images(model, dataset, batch_size=batch_size, decode_workers=decode_workers, progress=progress)
     return Sample(dataset.records, embeddings=embeddings, identity=dataset.identity)
 
 
 def unmarked_sample(spec: str, dataset, prompts, person_prompt: str, device=None, half: bool = False,
-                    batch_size: int = 128, decode_workers=None, progress: bool = False):
+                    batch_size: int = 128, decode_workers=None, progress: bool = False, model=None):
     """``spec``'s unmarked flags on ``dataset`` (:func:`vlbias.markedness.unmarked.unmarked_flags` of its cached
-    embeddings) as a :class:`~vlbias.markedness.findings.Sample` (01b's claims)."""
+    embeddings) as a :class:`~vlbias.markedness.findings.Sample` (01b's claims); ``model``: ``spec`` already
+    loaded."""
     from ..embeddings import embed_images, embed_texts
     from ..models import load_image_text_model
     from .findings import Sample
     from .unmarked import unmarked_flags
 
-    model = load_image_text_model(spec, device=device, half=half)
+    model = model if model is not None else load_image_text_model(spec, device=device, half=half)
     embeddings = embed_images(model, dataset, batch_size=batch_size, decode_workers=decode_workers, progress=progress)
     flags = unmarked_flags(embeddings, lambda texts: embed_texts(model, texts, progress=False), prompts, person_prompt)
     return Sample(dataset.records, flags=flags, identity=dataset.identity)
@@ -288,10 +289,10 @@ def generative_samples(spec: str, images, records: pd.DataFrame, identity: str, 
 
 
 def generative_control_samples(control_specs, model_spec: str, data_root, split, padding, images_per_group, seed: int,
-                               **reading) -> tuple[dict, dict]:
+                               load=None, **reading) -> tuple[dict, dict]:
     """Each control's :func:`generative_samples` on 01d's faces (the same ``images_per_group`` drawn with
     ``seed`` from the pictures :func:`control_data_root` gives it): ``(likelihood samples, description
-    samples)``, each by spec."""
+    samples)``, each by spec; ``load(spec)``: a model loader (the audit's, which loads each model once)."""
     from ..data import load_dataset
     from .groups import sample_per_group
     from .prompts import FAMILIES
@@ -305,7 +306,7 @@ def generative_control_samples(control_specs, model_spec: str, data_root, split,
         positions = sample_per_group(dataset.records, list(FAMILIES), images_per_group, seed=seed)
         likely[spec], described[spec] = generative_samples(
             spec, dataset.images(positions), dataset.records.iloc[positions], faces_identity(dataset, images_per_group, seed),
-            **reading)
+            **reading, model=None if load is None else load(spec))
     return likely, described
 
 

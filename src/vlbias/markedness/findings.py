@@ -305,11 +305,13 @@ def contrast_findings(claims: list, statistics, model_spec: str, sample: Sample,
     from dataclasses import replace
 
     from ..findings import design, judge
-    from ..stats import bootstrap_contrast
+    from ..stats import bootstrap_contrast, stratified_weights
 
     controls, names = dict(controls or {}), dict(names or {})
     own = statistics(sample)
     theirs = {spec: statistics(control) for spec, control in controls.items()}
+    weights = stratified_weights(sample.strata, n_boot, seed)  # one resampling of the pictures for every claim
+    apart = {}  # the resamplings of controls measured on other pictures, by their pictures
     rows = []
     for claim in claims:
         if claim.key not in own:
@@ -319,13 +321,16 @@ def contrast_findings(claims: list, statistics, model_spec: str, sample: Sample,
             found = design(model_spec, control, names)
             if control is None or control not in theirs or claim.key not in theirs[control]:
                 estimate, _, _ = bootstrap_contrast(own[claim.key], None, sample.strata, n_boot=n_boot, seed=seed,
-                                                    items="pictures")
+                                                    items="pictures", weights=weights)
                 rows.append(judge(claim, estimate, found))
                 continue
             other = controls[control]
             paired = bool(other.identity) and other.identity == sample.identity
+            if not paired and control not in apart:
+                apart[control] = stratified_weights(other.strata, n_boot, seed + 1)
             estimates = bootstrap_contrast(own[claim.key], theirs[control][claim.key], sample.strata,
-                                           None if paired else other.strata, n_boot=n_boot, seed=seed, items="pictures")
+                                           None if paired else other.strata, n_boot=n_boot, seed=seed, items="pictures",
+                                           weights=weights, control_weights=apart.get(control))
             shown = replace(claim, text=f"{claim.text} (against {names.get(control, control)})") if len(chosen) > 1 \
                 else claim
             rows.append(judge(shown, estimates[0], found, estimates[1], estimates[2]))

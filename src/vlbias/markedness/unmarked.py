@@ -76,7 +76,8 @@ def unmarked_table(records: pd.DataFrame, unmarked: np.ndarray, by: str | list[s
     paper describes: the number unmarked in a subsample of m of a group's n images, K of them
     unmarked, is hypergeometric, so the draws are exact and O(1) each. Columns ``balanced_%``
     (mean of the draws) and ``balanced_low_%``/``balanced_high_%`` (percentile interval) are added;
-    the mean equals the full-group rate in expectation, the interval widens as m shrinks.
+    the mean equals the full-group rate in expectation, the interval widens as m shrinks; a group of
+    the smallest size is drawn whole every time, so its rate is exact and its interval left empty (NaN).
     """
     from ..stats import wilson_interval
 
@@ -99,6 +100,8 @@ def unmarked_table(records: pd.DataFrame, unmarked: np.ndarray, by: str | list[s
         frame["balanced_%"] = 100 * draws.mean(axis=1)
         frame["balanced_low_%"] = 100 * np.quantile(draws, tail, axis=1)
         frame["balanced_high_%"] = 100 * np.quantile(draws, 1 - tail, axis=1)
+        # a group of the smallest size is drawn whole every time: its rate is exact, with no interval
+        frame.loc[n == m, ["balanced_low_%", "balanced_high_%"]] = np.nan
     return frame
 
 
