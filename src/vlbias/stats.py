@@ -257,6 +257,22 @@ def stratified_weights(strata, n_boot: int, seed: int | None = 0) -> np.ndarray:
     return weights
 
 
+_BLAS = None
+
+
+def reproducible_product(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``left @ right`` on one BLAS thread. A float product's rounding depends on how many threads share
+    it, so a page, its card and a rerun on a machine with another core count would otherwise draw numbers
+    that differ in their last digits; one thread gives the same bits on every core count."""
+    global _BLAS
+    from threadpoolctl import ThreadpoolController
+
+    if _BLAS is None:
+        _BLAS = ThreadpoolController()
+    with _BLAS.limit(limits=1, user_api="blas"):
+        return left @ right
+
+
 def _percentile(replicates: np.ndarray, confidence: float) -> tuple[float, float]:
     values = np.asarray(replicates, dtype=float)
     values = values[np.isfinite(values)]
@@ -326,7 +342,7 @@ def weighted_self_similarity(weights: np.ndarray, unit: np.ndarray) -> np.ndarra
     item counted as often as its weight: ``(|Σ w_i x_i|² − Σ w_i²) / ((Σ w_i)² − Σ w_i²)``. With every
     weight 1 it is :func:`self_similarity`; an item drawn twice is never paired with itself."""
     weights = np.asarray(weights, dtype=float)
-    total = weights @ unit
+    total = reproducible_product(weights, unit)
     squares = (weights ** 2).sum(axis=1)
     size = weights.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -214,10 +214,15 @@ def test_the_demo_books_cards_judge_each_planted_model_as_its_pages_do(demo_book
         return html[html.index("Findings: paper vs ours"):]
 
     pages = [box("01a_self_similarity"), box("01b_markedness")]
-    rows = audit.card_findings(cards[planted])
-    assert len(rows) >= 6 and {row.verdict for row in rows} <= {"recovered", "not recovered", "not planted"}
+    found = audit.card_findings(cards[planted])
+    assert {row.verdict for row in found} <= {"recovered", "not recovered", "not planted"}
+    part_one = {"white_least", "female_more", "white_unmarked", "male_unmarked", "middle_unmarked"}
+    rows = [row for row in found if row.key in part_one]
+    assert len(rows) >= 6
     for row in rows:
         assert any(row.ours in page and row.control in page and row.contrast in page for page in pages), row
+    # a dual encoder's card also takes 02b's colour-foil measure; the face world plants no colour words
+    assert {row.verdict for row in found if row.key == "above_chance"} == {"not planted"}
     unmarked = [row for row in audit.card_findings(cards[control]) if "unmarked" in row.claim]
     assert len(unmarked) == 3 and {row.verdict for row in unmarked} == {"not planted"}
     pairs = audit.planted_pairs(cards.values())

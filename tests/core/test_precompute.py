@@ -47,6 +47,14 @@ def assignments(out_dir: Path, broken: Path | None = None) -> list[str]:
 
 
 
+def generation_dir(out_dir: Path) -> Path:
+    """Where 04a draws tiny:sd's study at :data:`GENERATION` (the folder its stage and page both name)."""
+    from vlbias.t2i.study import study_directory
+
+    return study_directory({**GENERATION, "output_dir": out_dir, "prompt_template": "A photo of a {profession}",
+                            "seed": 0}, "tiny:sd")
+
+
 def notebook_calls(out_dir: Path, forbid_forward: bool = False) -> dict:
     """What the notebooks' cells compute (01a's embeddings, 02b's scores, 04a's images), in this process.
 
@@ -57,7 +65,7 @@ def notebook_calls(out_dir: Path, forbid_forward: bool = False) -> dict:
     from vlbias.embeddings import embed_images
     from vlbias.models import load_image_text_model, load_text_to_image
     from vlbias.t2i.bias import study_professions
-    from vlbias.t2i.generation import generate_to_disk, prompt_jobs, run_directory
+    from vlbias.t2i.generation import generate_to_disk, prompt_jobs
 
     def forbidden(*args, **kwargs):
         raise AssertionError("a model forward pass ran: precompute left something to compute")
@@ -91,7 +99,7 @@ def notebook_calls(out_dir: Path, forbid_forward: bool = False) -> dict:
     professions = study_professions(include_source_cases=True)
     jobs = prompt_jobs(list(professions.profession), "A photo of a {profession}", GENERATION["images_per_profession"],
                        seed=0, articles="follow")
-    run_dir = run_directory(out_dir, "tiny:sd", "plain")
+    run_dir = generation_dir(out_dir)
     settings = {k: GENERATION[k] for k in ("num_inference_steps", "guidance_scale", "height", "width")}
     result["manifest"] = generate_to_disk(load(load_text_to_image, "tiny:sd", "generate"), jobs, run_dir,
                                           batch_size=GENERATION["batch_size"], progress=False, **settings)
@@ -153,7 +161,7 @@ def assert_same_as_reference(reference: dict, cache: Path, out_dir: Path, monkey
     for name, rows in chunks.items():
         expected = reference["chunks"][name]
         assert rows.dtype == expected.dtype and rows.tobytes() == expected.tobytes(), name
-    run_dir = out_dir / "tiny_sd" / "plain"
+    run_dir = generation_dir(out_dir)
     # rows arrive in the order the workers finish: the same rows, read as the notebook reads them
     manifest = read_manifest(run_dir).sort_values("job_id", ignore_index=True)
     expected = reference["values"]["manifest"]
@@ -185,7 +193,7 @@ def test_two_ray_workers_one_killed_mid_chunk_write_what_one_process_writes(refe
     assert any(f"FAILED pair-scores {broken}" in line for line in lines)
     # the crash happened; Ray restarted the dead actor and retried its unit: three processes finished units
     assert not marker.exists() and len({pid for _, pid in summary["processes"]}) == 3
-    assert not list((out_dir / "tiny_sd" / "plain").glob(".*.tmp"))  # nothing half-written left behind
+    assert generation_dir(out_dir).is_dir() and not list(generation_dir(out_dir).glob(".*.tmp"))  # nothing half-written left behind
     # 2 embedding chunks, 6 score chunks (3 models x 2 data sets, one chunk each), 6 generation batches;
     # every item computed once: the lost batch was drawn again, nothing finished was redone
     pairs = sum(len(value) for key, value in reference["values"].items() if isinstance(key, tuple))

@@ -117,3 +117,18 @@ def test_needed_size_reaches_the_power():
         needed_size(0.0, se, size)
     with pytest.raises(ValueError, match="rate in \\[0, 1\\]"):
         rate_contrast_se((1.5, 10))
+
+
+def test_weighted_self_similarity_is_the_same_bits_on_one_core_or_two():
+    """The bootstrap replicates of a self-similarity contrast do not depend on BLAS's thread count (a card
+    recomputed on another machine matches its page to the last digit)."""
+    from threadpoolctl import threadpool_limits
+
+    unit = np.random.default_rng(3).normal(size=(2_000, 64))
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    weights = stratified_weights(np.repeat(np.arange(10), 200), 300, seed=0)
+    with threadpool_limits(1):
+        one = weighted_self_similarity(weights, unit)
+    with threadpool_limits(2):
+        two = weighted_self_similarity(weights, unit)
+    assert np.array_equal(one, two)

@@ -413,3 +413,21 @@ def test_self_similarity_by_selects_records_names_groups_and_passes_options():
     pd.testing.assert_frame_equal(table.drop(columns="group"), direct)
     released = self_similarity_by(records, embeddings, "race", estimator="released-code", repetitions=20)
     assert released["group"].tolist() == ["White", "Black"] and (released["draws"] == 22).all()
+
+
+def test_balanced_draws_are_the_same_bits_on_one_core_or_two():
+    """A page, its card and a rerun on another machine draw the same Monte Carlo numbers: the sums of a
+    draw (a BLAS product once a draw keeps more than 64 pictures) do not depend on how many threads BLAS
+    is given. Before the product ran on one thread, 2 threads changed them in the 7th digit."""
+    from threadpoolctl import threadpool_limits
+
+    from vlbias.markedness.self_similarity import _row_sums
+
+    unit = unit_rows(np.random.default_rng(0).normal(size=(1_080, 64)).astype(np.float32), dtype=np.float32)
+    chosen, _ = draw_subsets(np.random.default_rng(1), 1_080, 540, 200)
+    with threadpool_limits(1):
+        one = _row_sums(unit, chosen)
+    with threadpool_limits(2):
+        two = _row_sums(unit, chosen)
+    assert np.array_equal(one, two)
+    np.testing.assert_allclose(one, np.stack([unit[row].sum(axis=0) for row in chosen]), rtol=1e-5, atol=1e-4)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..stats import self_similarity, unit_rows
+from ..stats import reproducible_product, self_similarity, unit_rows
 from .groups import _in_label_order, group_indices, selected, with_group_label
 
 
@@ -51,10 +51,11 @@ def _row_sums(unit: np.ndarray, index: np.ndarray) -> np.ndarray:
         return np.zeros((index.shape[0], unit.shape[1]), dtype=unit.dtype)
     if index.shape[1] <= 64:  # few rows per draw: gathering them is cheapest
         return unit[index].sum(axis=1)
-    # many rows per draw: a 0/1 indicator matrix times the group turns the sums into one BLAS product
+    # many rows per draw: a 0/1 indicator matrix times the group turns the sums into one BLAS product (on
+    # one thread, so that the draws' sums are the same bits on any core count)
     indicator = np.zeros((index.shape[0], unit.shape[0]), dtype=unit.dtype)
     np.put_along_axis(indicator, index, 1.0, axis=1)
-    return indicator @ unit
+    return reproducible_product(indicator, unit)
 
 
 def draw_subsets(rng: np.random.Generator, n: int, m: int, repetitions: int) -> tuple[np.ndarray, np.ndarray]:

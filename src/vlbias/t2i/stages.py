@@ -139,17 +139,14 @@ def _study_stage(parameters: core.Parameters, context: core.Context, notebook: s
                  **changes) -> core.Stage:
     """The stage of ``spec``'s study run at the setting of ``parameters`` (``changes`` applied), as
     :func:`vlbias.t2i.study.study_run` draws it: the same jobs, settings and folder."""
-    from .study import generation_settings, study_jobs
     from .runs import study_folder
+    from .study import GENERATION_KEYS, generation_settings, study_jobs
 
     generation = generation_settings(parameters, **{k: v for k, v in changes.items() if k in GENERATION_KEYS})
     jobs = study_jobs(parameters, **{k: v for k, v in changes.items() if k not in GENERATION_KEYS})
     config = None if cads is None or cads.is_off else cads
     return image_stage(parameters, context, notebook, spec, jobs, study_folder(jobs, generation, config), generation,
                        config)
-
-
-GENERATION_KEYS = ("num_inference_steps", "guidance_scale", "height", "width")
 
 
 def _unique(stages: list[core.Stage]) -> list[core.Stage]:

@@ -108,11 +108,15 @@ class StudySetting:
         return {label: list(texts) for label, texts in self.gender_prompts}
 
 
+#: the pipeline settings a study run records (:func:`generation_settings`); every other change is the jobs'
+GENERATION_KEYS = ("num_inference_steps", "guidance_scale", "height", "width")
+
+
 def generation_settings(parameters: Mapping[str, Any], **changes) -> dict[str, Any]:
     """The pipeline settings of a notebook's ``parameters`` (``num_inference_steps``, ``guidance_scale``,
     ``height``, ``width``; ``changes`` applied), as every page records them: whole steps and sizes, the
     guidance a float, so that two pages asking for the same images name the same folder."""
-    values = {**{name: parameters[name] for name in ("num_inference_steps", "guidance_scale", "height", "width")},
+    values = {**{name: parameters[name] for name in GENERATION_KEYS},
               **changes}
     size = lambda v: None if v is None else int(v)  # noqa: E731
     return {"num_inference_steps": int(values["num_inference_steps"]), "guidance_scale": float(values["guidance_scale"]),
@@ -136,13 +140,11 @@ def study_directory(parameters: Mapping[str, Any], spec: str, cads=None, **chang
     from .generation import run_directory
     from .runs import study_folder
 
-    generation = generation_settings(parameters, **{k: v for k, v in changes.items() if k in _GENERATION})
-    jobs = study_jobs(parameters, **{k: v for k, v in changes.items() if k not in _GENERATION})
+    generation = generation_settings(parameters, **{k: v for k, v in changes.items() if k in GENERATION_KEYS})
+    jobs = study_jobs(parameters, **{k: v for k, v in changes.items() if k not in GENERATION_KEYS})
     config = None if cads is None or cads.is_off else cads
     return run_directory(parameters["output_dir"], spec, study_folder(jobs, generation, config))
 
-
-_GENERATION = ("num_inference_steps", "guidance_scale", "height", "width")
 _PARAMETERS = ("prompt_template", "images_per_profession", "include_source_cases", "seed", "num_inference_steps",
                "guidance_scale", "height", "width", "annotator_spec", "annotator_half", "gender_prompts",
                "prompt_articles")
