@@ -153,6 +153,12 @@ def _loaded(kind: str, spec: str, device, half):
     return _LOADED[key]
 
 
+def _other_controls(spec: str, controls) -> list[str]:
+    """A page's ``controls`` without the audited model: a control's own card is judged against the page's other
+    controls of its recipe, never against itself (a model minus itself is no contrast)."""
+    return [control for control in controls or [] if control and control != spec]
+
+
 def _face_embeddings(spec: str, p: dict[str, Any], progress: bool):
     from .data import load_dataset
     from .embeddings import embed_images
@@ -198,8 +204,8 @@ def _markedness(spec: str, p: dict[str, Any], progress: bool):
     from .markedness import controls as mk_controls, findings as mk_findings
 
     sample = mk_findings.Sample(records, flags=flags, identity=dataset.identity)
-    controls = mk_controls.control_samples(p.get("control_specs"), spec, p["data_root"], p["split"], p["padding"],
-                                           lambda control, data: mk_controls.unmarked_sample(
+    controls = mk_controls.control_samples(_other_controls(spec, p.get("control_specs")), spec, p["data_root"],
+                                           p["split"], p["padding"], lambda control, data: mk_controls.unmarked_sample(
                                                control, data, prompts, person, device=p["device"], half=p["half"],
                                                batch_size=p["batch_size"], decode_workers=p["decode_workers"],
                                                model=_loaded("image-text", control, p["device"], p["half"])))
@@ -226,8 +232,8 @@ def _self_similarity(spec: str, p: dict[str, Any], progress: bool):
     from .markedness import controls as mk_controls, findings as mk_findings
 
     sample = mk_findings.Sample(dataset.records, embeddings=embeddings, identity=dataset.identity)
-    controls = mk_controls.control_samples(p.get("control_specs"), spec, p["data_root"], p["split"], p["padding"],
-                                           lambda control, data: mk_controls.embedding_sample(
+    controls = mk_controls.control_samples(_other_controls(spec, p.get("control_specs")), spec, p["data_root"],
+                                           p["split"], p["padding"], lambda control, data: mk_controls.embedding_sample(
                                                control, data, device=p["device"], half=p["half"],
                                                batch_size=p["batch_size"], decode_workers=p["decode_workers"],
                                                model=_loaded("image-text", control, p["device"], p["half"])))
@@ -401,7 +407,8 @@ def _generative_markedness(spec: str, p: dict[str, Any], progress: bool):
     likely, described = mk_controls.generative_samples(spec, images, records, mk_controls.faces_identity(
         dataset, p["images_per_group"], p["seed"]), **reading, model=model)
     controls_likely, controls_described = mk_controls.generative_control_samples(
-        p.get("control_specs"), spec, p["data_root"], p["split"], p["padding"], p["images_per_group"], p["seed"],
+        _other_controls(spec, p.get("control_specs")), spec, p["data_root"], p["split"], p["padding"],
+        p["images_per_group"], p["seed"],
         load=lambda control: _loaded("vision-language", control, p["device"], p["half"]), **reading)
     names = p.get("model_names") or {}
     found = (mk_findings.likelihood_findings(spec, likely, controls_likely, mk.published_as_unmarked(_published_table()),
@@ -632,7 +639,7 @@ def _occupational_bias(spec: str, p: dict[str, Any], progress: bool):
     from .t2i import bias as t2i_bias
     from .t2i.study import occupational_study
 
-    control = controls_of(spec, [p.get("control_spec")])  # 04b's control, where it is this model's own
+    control = controls_of(spec, _other_controls(spec, [p.get("control_spec")]))  # 04b's control, where it is this model's own
     model, annotator = _t2i_loaders(spec, p)
     run, _, found = occupational_study(spec, {**p, "control_spec": control[0] if control else None}, model=model,
                                        annotator=annotator, progress=progress)

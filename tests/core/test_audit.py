@@ -225,6 +225,10 @@ def test_the_demo_books_cards_judge_each_planted_model_as_its_pages_do(demo_book
     assert {row.verdict for row in found if row.key == "above_chance"} == {"not planted"}
     unmarked = [row for row in audit.card_findings(cards[control]) if "unmarked" in row.claim]
     assert len(unmarked) == 3 and {row.verdict for row in unmarked} == {"not planted"}
+    # a control's card is never judged against itself: its one control is 01a's other control of its recipe
+    assert {row.control_spec for row in audit.card_findings(cards[control])} == {
+        "", "trained:face-clip?world_varied_race_variety=0.2"}
+    assert all(row.control == "" for row in unmarked)
     pairs = audit.planted_pairs(cards.values())
     face = pairs[pairs["model"] == planted]
     assert set(face["control"]) == {control, "trained:face-clip?world_varied_race_variety=0.2"}
